@@ -1,0 +1,198 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { parseDuration, parseDurationList } from './duration.js';
+
+export type ChainMode = 'embedded' | 'rpc';
+
+/** Validated service configuration (SPEC §7, §8). Built once at start by {@link loadConfig}. */
+export interface Config {
+  nodeEnv: string;
+  production: boolean;
+  port: number;
+  host: string;
+  logLevel: string;
+  logPretty: boolean;
+  dataDir: string;
+  databasePath: string;
+  secretKey: Buffer;
+  chain: {
+    mode: ChainMode;
+    rpcUrl: string | undefined;
+    payerKeypairPath: string | undefined;
+    programsDir: string | undefined;
+    priorityFeeMicroLamports: number;
+    computeUnitLimit: number | undefined;
+  };
+  webhooks: {
+    retrySchedule: number[];
+    timeoutMs: number;
+    allowPrivateNetworks: boolean;
+    testSecret: string;
+    maxInFlight: number;
+    maxInFlightPerHost: number;
+    leaseMs: number;
+    pollIntervalMs: number;
+  };
+  breaker: { failureThreshold: number; resetTimeoutMs: number };
+  rateLimitPerMinute: number;
+  bodyLimitBytes: number;
+  healthCheckTimeoutMs: number;
+  version: string;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`Invalid configuration: ${variable} ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function durationVar(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const ms = parseDuration(raw);
+  if (ms === undefined) throw new ConfigError(name, `must be a duration like 500ms, 30s, 2m, 1h or milliseconds, got "${raw}"`);
+  return ms;
+}
+
+function boolVar(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function readPackageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** Decodes SECRET_KEY, or outside production creates one under DATA_DIR on first start. */
+function loadSecretKey(env: Env, dataDir: string, production: boolean): Buffer {
+  const raw = env.SECRET_KEY;
+  if (raw !== undefined && raw !== '') {
+    const key = Buffer.from(raw, 'base64');
+    if (key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== raw.trim().replace(/=+$/, '')) {
+      throw new ConfigError('SECRET_KEY', 'must be 32 bytes encoded as base64 (openssl rand -base64 32)');
+    }
+    return key;
+  }
+  if (production) throw new ConfigError('SECRET_KEY', 'is required in production (openssl rand -base64 32)');
+  const file = join(dataDir, 'secret.key');
+  if (existsSync(file)) {
+    const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+    if (key.length !== 32) throw new ConfigError('SECRET_KEY', `file ${file} does not hold 32 base64 bytes`);
+    return key;
+  }
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600 });
+  return key;
+}
+
+/** Reads and validates the environment; throws {@link ConfigError} naming the bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = env.NODE_ENV && env.NODE_ENV !== '' ? env.NODE_ENV : 'development';
+  const production = nodeEnv === 'production';
+  const logLevel = env.LOG_LEVEL && env.LOG_LEVEL !== '' ? env.LOG_LEVEL : 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`);
+  }
+  const dataDir = resolve(env.DATA_DIR && env.DATA_DIR !== '' ? env.DATA_DIR : './data');
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (error) {
+    throw new ConfigError('DATA_DIR', `cannot be created: ${(error as Error).message}`);
+  }
+  const databaseUrl = env.DATABASE_URL;
+  let databasePath = join(dataDir, 'launch-service.sqlite');
+  if (databaseUrl !== undefined && databaseUrl !== '') {
+    if (/^(postgres|postgresql):/i.test(databaseUrl)) {
+      throw new ConfigError('DATABASE_URL', 'postgres URLs are not supported yet; use a SQLite file path or sqlite:<path>');
+    }
+    databasePath = databaseUrl === ':memory:' ? ':memory:' : resolve(databaseUrl.replace(/^(sqlite|file):(\/\/)?/i, ''));
+  }
+
+  const schedule = env.WEBHOOK_RETRY_SCHEDULE && env.WEBHOOK_RETRY_SCHEDULE !== '' ? env.WEBHOOK_RETRY_SCHEDULE : '0,30s,2m,10m,1h';
+  const retrySchedule = parseDurationList(schedule);
+  if (!retrySchedule || retrySchedule.length < 1 || retrySchedule.length > 20) {
+    throw new ConfigError('WEBHOOK_RETRY_SCHEDULE', `must be 1 to 20 comma-separated durations, got "${schedule}"`);
+  }
+
+  const allowPrivate = boolVar(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', !production);
+  if (production && allowPrivate) {
+    throw new ConfigError('WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'cannot be enabled in production');
+  }
+
+  const rpcUrl = env.SOLANA_RPC_URL && env.SOLANA_RPC_URL !== '' ? env.SOLANA_RPC_URL : undefined;
+  if (rpcUrl !== undefined && !/^https?:\/\//i.test(rpcUrl)) {
+    throw new ConfigError('SOLANA_RPC_URL', `must be an http(s) URL, got "${rpcUrl}"`);
+  }
+  const payerKeypairPath = env.SOLANA_PAYER_KEYPAIR && env.SOLANA_PAYER_KEYPAIR !== '' ? env.SOLANA_PAYER_KEYPAIR : undefined;
+  if (rpcUrl !== undefined && payerKeypairPath === undefined) {
+    throw new ConfigError('SOLANA_PAYER_KEYPAIR', 'is required when SOLANA_RPC_URL is set (path to a keypair JSON file)');
+  }
+  const programsDir = env.CHAIN_PROGRAMS_DIR && env.CHAIN_PROGRAMS_DIR !== '' ? resolve(env.CHAIN_PROGRAMS_DIR) : undefined;
+  if (programsDir !== undefined && !existsSync(programsDir)) {
+    throw new ConfigError('CHAIN_PROGRAMS_DIR', `does not exist: ${programsDir}`);
+  }
+  const computeLimitRaw = env.SOLANA_COMPUTE_UNIT_LIMIT;
+
+  return {
+    nodeEnv,
+    production,
+    port: intVar(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST && env.HOST !== '' ? env.HOST : '0.0.0.0',
+    logLevel,
+    logPretty: env.LOG_FORMAT === 'pretty' || (env.LOG_FORMAT !== 'json' && !production && process.stdout.isTTY === true),
+    dataDir,
+    databasePath,
+    secretKey: loadSecretKey(env, dataDir, production),
+    chain: {
+      mode: rpcUrl ? 'rpc' : 'embedded',
+      rpcUrl,
+      payerKeypairPath,
+      programsDir,
+      priorityFeeMicroLamports: intVar(env, 'SOLANA_PRIORITY_FEE_MICROLAMPORTS', 0, 0, 100_000_000),
+      computeUnitLimit:
+        computeLimitRaw === undefined || computeLimitRaw === '' ? undefined : intVar(env, 'SOLANA_COMPUTE_UNIT_LIMIT', 200_000, 1, 1_400_000),
+    },
+    webhooks: {
+      retrySchedule,
+      timeoutMs: durationVar(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
+      allowPrivateNetworks: allowPrivate,
+      testSecret: env.WEBHOOK_TEST_SECRET && env.WEBHOOK_TEST_SECRET !== '' ? env.WEBHOOK_TEST_SECRET : 'whsec_test_signing_secret',
+      maxInFlight: intVar(env, 'WEBHOOK_MAX_IN_FLIGHT', 64, 1, 10_000),
+      maxInFlightPerHost: intVar(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_HOST', 8, 1, 1000),
+      leaseMs: durationVar(env, 'WEBHOOK_LEASE_MS', 60_000),
+      pollIntervalMs: durationVar(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000),
+    },
+    breaker: {
+      failureThreshold: intVar(env, 'BREAKER_FAILURE_THRESHOLD', 3, 1, 1000),
+      resetTimeoutMs: durationVar(env, 'BREAKER_RESET_TIMEOUT', 5 * 60_000),
+    },
+    rateLimitPerMinute: intVar(env, 'RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
+    bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
+    healthCheckTimeoutMs: durationVar(env, 'HEALTH_CHECK_TIMEOUT_MS', 1500),
+    version: readPackageVersion(),
+  };
+}

@@ -1,0 +1,47 @@
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, Migrator, SqliteDialect, type Transaction } from 'kysely';
+import { migrationProvider } from './migrations/index.js';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+/** Either the database or an open transaction: database operations accept both. */
+export type DbOrTx = Db | Tx;
+
+export interface OpenedDatabase {
+  db: Db;
+  sqlite: SqliteDatabase.Database;
+  close(): Promise<void>;
+}
+
+/** Opens the SQLite file with WAL and a busy timeout. Does not migrate. */
+export function openDatabase(path: string): OpenedDatabase {
+  const sqlite = new SqliteDatabase(path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  let closed = false;
+  return {
+    db,
+    sqlite,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy();
+    },
+  };
+}
+
+/** Runs every pending migration; throws (stopping the process) when one fails. */
+export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    const reason = error instanceof Error ? error.message : String(error ?? 'unknown error');
+    throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${reason}`);
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

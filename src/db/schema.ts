@@ -1,0 +1,171 @@
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/** Row types of every table; JSON columns hold serialized text. Timestamps are unix milliseconds. */
+export interface ApiKeysTable {
+  id: string;
+  owner: string;
+  name: string | null;
+  prefix: string;
+  key_hash: string;
+  scopes: string;
+  created_at: number;
+  revoked_at: number | null;
+  last_used_at: number | null;
+}
+
+export interface IdempotencyKeysTable {
+  owner: string;
+  key: string;
+  request_hash: string;
+  state: 'in_progress' | 'complete';
+  launch_id: string | null;
+  response_status: number | null;
+  created_at: number;
+  expires_at: number;
+}
+
+export type LaunchStatus = 'queued' | 'processing' | 'complete' | 'failed';
+
+export interface LaunchesTable {
+  id: string;
+  owner: string;
+  status: LaunchStatus;
+  request: string;
+  webhook_url: string;
+  webhook_secret_enc: string;
+  key_material_enc: string | null;
+  addresses: Generated<string>;
+  results: Generated<string>;
+  error: string | null;
+  request_id: string | null;
+  next_sequence: Generated<number>;
+  run_after: Generated<number>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  run_count: Generated<number>;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+}
+
+export type StepStatus = 'pending' | 'running' | 'complete' | 'failed' | 'skipped';
+
+export interface LaunchStepsTable {
+  launch_id: string;
+  name: string;
+  position: number;
+  status: StepStatus;
+  attempts: Generated<number>;
+  result: string | null;
+  error: string | null;
+  pending_tx: string | null;
+  transactions: Generated<string>;
+  started_at: number | null;
+  completed_at: number | null;
+}
+
+export interface OutboxEventsTable {
+  id: string;
+  launch_id: string;
+  sequence: number;
+  event: string;
+  body: string;
+  request_id: string | null;
+  created_at: number;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface DeliveriesTable {
+  id: string;
+  event_id: string;
+  launch_id: string;
+  url: string;
+  host: string;
+  status: DeliveryStatus;
+  attempt_count: Generated<number>;
+  next_attempt_at: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  last_status_code: number | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
+export interface DeliveryAttemptsTable {
+  id: string;
+  delivery_id: string;
+  attempt: number;
+  started_at: number;
+  duration_ms: number;
+  status_code: number | null;
+  outcome: 'success' | 'failure';
+  error_class: string | null;
+  error_message: string | null;
+  response_body: string | null;
+}
+
+export interface DeadLettersTable {
+  id: string;
+  kind: 'launch' | 'delivery';
+  owner: string;
+  launch_id: string;
+  delivery_id: string | null;
+  event_id: string | null;
+  step: string | null;
+  error_code: string;
+  error_message: string;
+  status: 'open' | 'retried' | 'resolved';
+  retry_count: Generated<number>;
+  created_at: number;
+  updated_at: number;
+  resolved_at: number | null;
+}
+
+export interface BreakerStatesTable {
+  host: string;
+  state: 'closed' | 'open' | 'half-open';
+  failures: number;
+  opened_at: number | null;
+  updated_at: number;
+}
+
+export interface ChainAccountsTable {
+  address: string;
+  lamports: string;
+  owner: string;
+  executable: number;
+  rent_epoch: string;
+  data: string;
+  updated_at: number;
+}
+
+export interface ServiceMetaTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  api_keys: ApiKeysTable;
+  idempotency_keys: IdempotencyKeysTable;
+  launches: LaunchesTable;
+  launch_steps: LaunchStepsTable;
+  outbox_events: OutboxEventsTable;
+  deliveries: DeliveriesTable;
+  delivery_attempts: DeliveryAttemptsTable;
+  dead_letters: DeadLettersTable;
+  breaker_states: BreakerStatesTable;
+  chain_accounts: ChainAccountsTable;
+  service_meta: ServiceMetaTable;
+}
+
+export type LaunchRow = Selectable<LaunchesTable>;
+export type NewLaunch = Insertable<LaunchesTable>;
+export type LaunchUpdate = Updateable<LaunchesTable>;
+export type StepRow = Selectable<LaunchStepsTable>;
+export type DeliveryRow = Selectable<DeliveriesTable>;
+export type DeadLetterRow = Selectable<DeadLettersTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;

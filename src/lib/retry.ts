@@ -1,0 +1,45 @@
+/** Failure classes shared by the launch runner and the chain backends (SPEC §3). */
+
+/** A failure worth retrying with backoff (RPC timeout, 429/5xx, blockhash expired, breaker open). */
+export class TransientError extends Error {
+  constructor(
+    message: string,
+    readonly code = 'transient_error',
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'TransientError';
+  }
+}
+
+/** A transient failure that names when to try again. */
+export class RetryAfterError extends TransientError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, 'retry_after', options);
+    this.name = 'RetryAfterError';
+  }
+}
+
+/**
+ * A failure that no retry can fix: the launch fails at once.
+ * Codes: `invalid_configuration`, `insufficient_balance`, `program_error`, `chain_capability_missing`.
+ */
+export class NonRetriableError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'NonRetriableError';
+  }
+}
+
+/** Exponential backoff with a cap: attempt 1 → base, 2 → 2·base, … */
+export function backoffMs(attempt: number, baseMs = 500, capMs = 30_000): number {
+  return Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1));
+}

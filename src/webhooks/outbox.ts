@@ -1,0 +1,104 @@
+import type { DbOrTx } from '../db/database.js';
+import type { Clock } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+
+/** The webhook envelope (SPEC §4.1). Its serialized form is the body of every attempt. */
+export interface WebhookEnvelope<T = unknown> {
+  id: string;
+  event: string;
+  timestamp: string;
+  launchId: string;
+  sequence: number;
+  data: T;
+}
+
+export interface RecordEventInput {
+  launchId: string;
+  event: string;
+  data: unknown;
+  /** The id of the API request that caused the event, sent back as X-Request-ID. */
+  requestId?: string | null;
+}
+
+export interface RecordedEvent {
+  eventId: string;
+  sequence: number;
+  deliveryId: string;
+  envelope: WebhookEnvelope;
+}
+
+/** Lets the dispatcher wake at once when an event has committed. */
+export interface OutboxSignal {
+  notify(): void;
+}
+
+export const noopSignal: OutboxSignal = { notify: () => undefined };
+
+/** The endpoint host a breaker is keyed by: `host[:port]` of the URL. */
+export function endpointHost(url: string): string {
+  return new URL(url).host.toLowerCase();
+}
+
+/**
+ * Records one event and its delivery to the launch's webhook endpoint.
+ * Call it inside the transaction of the state change it reports (transactional outbox);
+ * notify the dispatcher after that transaction commits.
+ */
+export async function recordEvent(trx: DbOrTx, clock: Clock, input: RecordEventInput): Promise<RecordedEvent> {
+  const launch = await trx
+    .updateTable('launches')
+    .set((eb) => ({ next_sequence: eb('next_sequence', '+', 1) }))
+    .where('id', '=', input.launchId)
+    .returning(['next_sequence', 'webhook_url'])
+    .executeTakeFirstOrThrow();
+  const sequence = launch.next_sequence - 1;
+  const now = clock.now();
+  const envelope: WebhookEnvelope = {
+    id: newId('evt'),
+    event: input.event,
+    timestamp: new Date(now).toISOString(),
+    launchId: input.launchId,
+    sequence,
+    data: input.data,
+  };
+  await trx
+    .insertInto('outbox_events')
+    .values({
+      id: envelope.id,
+      launch_id: input.launchId,
+      sequence,
+      event: input.event,
+      body: JSON.stringify(envelope),
+      request_id: input.requestId ?? null,
+      created_at: now,
+    })
+    .execute();
+  const deliveryId = await insertDelivery(trx, now, envelope.id, input.launchId, launch.webhook_url);
+  return { eventId: envelope.id, sequence, deliveryId, envelope };
+}
+
+/** Queues a delivery of a recorded event (first delivery, or a fresh series on redelivery). */
+export async function insertDelivery(trx: DbOrTx, now: number, eventId: string, launchId: string, url: string): Promise<string> {
+  const id = newId('dlv');
+  await trx
+    .insertInto('deliveries')
+    .values({
+      id,
+      event_id: eventId,
+      launch_id: launchId,
+      url,
+      host: endpointHost(url),
+      status: 'pending',
+      attempt_count: 0,
+      next_attempt_at: now,
+      lease_owner: null,
+      lease_expires_at: null,
+      last_error: null,
+      last_status_code: null,
+      created_at: now,
+      updated_at: now,
+      completed_at: null,
+    })
+    .execute();
+  return id;
+}
