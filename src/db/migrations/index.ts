@@ -1,9 +1,11 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m001 from './001_initial.js';
+import * as m003 from './003_chain.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
+  '003_chain': m003,
 };
 
 export const migrationProvider: MigrationProvider = {
