@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ApiError } from './errors.js';
 
 /** Who is calling, resolved from the bearer key by the auth middleware. */
 export interface AuthContext {
@@ -14,6 +15,8 @@ export interface AppVariables {
   requestId: string;
   logger: Logger;
   auth: AuthContext | undefined;
+  /** A presented key that was refused; raised after rate limiting so the refusal is counted too. */
+  authError: ApiError | undefined;
 }
 
 export interface AppEnv {

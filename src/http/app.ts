@@ -1,0 +1,74 @@
+import { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Logger } from 'pino';
+import type { Db } from '../db/database.js';
+import { ApiError, errorBody } from './errors.js';
+import type { AppEnv } from './env.js';
+import { authenticate, rejectRefusedKey } from './middleware/auth.js';
+import { jsonBodyGuard } from './middleware/bodyGuards.js';
+import { rateLimit, type RateLimiter } from './middleware/rateLimit.js';
+import { requestContext } from './middleware/requestId.js';
+
+export const API_VERSION = '2026-10-01';
+
+export interface AppDeps {
+  db: Db;
+  logger: Logger;
+  limiter: RateLimiter;
+  bodyLimitBytes: number;
+  /** Sub-apps mounted under /api, e.g. `['/', healthRoutes]`. */
+  routes: Array<[path: string, app: Hono<AppEnv>]>;
+}
+
+const STATUS_CODES: Record<number, string> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable_entity',
+  429: 'rate_limited',
+  503: 'service_unavailable',
+};
+
+function docsUrl(requestUrl: string): string {
+  return new URL('/api/openapi', requestUrl).toString();
+}
+
+/** Builds the HTTP app: tracing, limits, auth, the routes, one error envelope for everything. */
+export function createApp(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use('*', requestContext({ logger: deps.logger, apiVersion: API_VERSION }));
+  app.use('/api/*', authenticate({ db: deps.db }));
+  app.use('/api/*', rateLimit({ limiter: deps.limiter, exempt: (path) => path === '/api/health' }));
+  app.use('/api/*', rejectRefusedKey());
+  app.use('/api/*', jsonBodyGuard({ limitBytes: deps.bodyLimitBytes }));
+  for (const [path, routes] of deps.routes) app.route(`/api${path === '/' ? '' : path}`, routes);
+
+  app.notFound((c) => {
+    const error = new ApiError(404, 'not_found', `No route for ${c.req.method} ${c.req.path}`, undefined, { docs_url: docsUrl(c.req.url) });
+    return c.json(errorBody(error), 404);
+  });
+
+  app.onError((err, c) => {
+    let error: ApiError;
+    if (err instanceof ApiError) {
+      error = err;
+    } else if (err instanceof HTTPException && err.status < 500) {
+      error = new ApiError(err.status, STATUS_CODES[err.status] ?? 'invalid_request', err.message || 'Request refused');
+    } else {
+      (c.get('logger') ?? deps.logger).error({ err }, 'unhandled error');
+      error = new ApiError(500, 'internal_error', 'An internal error occurred; it has been logged with this request id');
+    }
+    if (error.status === 404 && error.extra?.docs_url === undefined) {
+      error = new ApiError(404, error.code, error.message, error.details, { ...error.extra, docs_url: docsUrl(c.req.url) }, error.headers);
+    }
+    for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
+    return c.json(errorBody(error), error.status as ContentfulStatusCode);
+  });
+  return app;
+}

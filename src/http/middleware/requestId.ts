@@ -1,0 +1,39 @@
+import { randomUUID } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import type { Logger } from 'pino';
+import type { AppEnv } from '../env.js';
+
+const SANE_ID = /^[\x20-\x7e]{1,200}$/;
+
+/** True when a caller-supplied request id is printable ASCII of at most 200 chars. */
+export function isSaneRequestId(value: string | undefined): value is string {
+  return value !== undefined && SANE_ID.test(value) && value.trim() === value && value.length > 0;
+}
+
+/**
+ * Echoes a sane `X-Request-ID`, replaces a missing or insane one with a UUID, binds a child logger
+ * and writes one log line per request (id, method, path, status, duration).
+ */
+export function requestContext(options: { logger: Logger; apiVersion: string; now?: () => number }): MiddlewareHandler<AppEnv> {
+  const now = options.now ?? (() => performance.now());
+  return async function requestContext(c, next) {
+    const supplied = c.req.header('x-request-id');
+    const requestId = isSaneRequestId(supplied) ? supplied : randomUUID();
+    const logger = options.logger.child({ requestId });
+    c.set('requestId', requestId);
+    c.set('logger', logger);
+    c.set('auth', undefined);
+    c.set('authError', undefined);
+    const started = now();
+    try {
+      await next();
+    } finally {
+      c.header('X-Request-ID', requestId);
+      c.header('Service-Api-Version', options.apiVersion);
+      logger.info(
+        { method: c.req.method, path: c.req.path, status: c.res.status, durationMs: Math.round((now() - started) * 100) / 100 },
+        'request',
+      );
+    }
+  };
+}

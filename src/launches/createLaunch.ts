@@ -1,0 +1,50 @@
+import type { Db, Tx } from '../db/database.js';
+import type { SecretBox } from '../crypto/secretBox.js';
+import type { Clock } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
+import type { LaunchRequest } from './request.js';
+import { storedRequest } from './request.js';
+import { stepsFor } from './steps.js';
+import { insertLaunch } from './store.js';
+
+export interface CreateLaunchDeps {
+  db: Db;
+  clock: Clock;
+  secretBox: SecretBox;
+  signal: OutboxSignal;
+}
+
+/**
+ * Persists a validated launch with its steps and emits `launch.queued` in the same transaction.
+ * `inTransaction` runs extra writes (the idempotency record) atomically with the launch.
+ */
+export async function createLaunch(
+  deps: CreateLaunchDeps,
+  args: { owner: string; request: LaunchRequest; requestId: string; inTransaction?: (trx: Tx, launchId: string) => Promise<void> },
+): Promise<string> {
+  const id = newId('lch');
+  const now = deps.clock.now();
+  const steps = stepsFor(args.request);
+  await deps.db.transaction().execute(async (trx) => {
+    await insertLaunch(trx, {
+      id,
+      owner: args.owner,
+      request: JSON.stringify(storedRequest(args.request)),
+      webhookUrl: args.request.webhookUrl,
+      webhookSecretEnc: deps.secretBox.seal(args.request.webhookSecret),
+      requestId: args.requestId,
+      steps,
+      now,
+    });
+    await recordEvent(trx, deps.clock, {
+      launchId: id,
+      event: 'launch.queued',
+      requestId: args.requestId,
+      data: { status: 'queued', name: args.request.name, ticker: args.request.ticker, totalSupply: args.request.totalSupply.toString(), steps },
+    });
+    await args.inTransaction?.(trx, id);
+  });
+  deps.signal.notify();
+  return id;
+}

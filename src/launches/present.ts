@@ -1,0 +1,38 @@
+import type { LaunchRow, StepRow } from '../db/schema.js';
+import { parseJson } from '../lib/json.js';
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** The API view of a step: status, attempts, timings, transactions, result, error. */
+export function presentStep(step: StepRow): Record<string, unknown> {
+  return {
+    name: step.name,
+    status: step.status,
+    attempts: step.attempts,
+    startedAt: iso(step.started_at),
+    completedAt: iso(step.completed_at),
+    durationMs: step.started_at !== null && step.completed_at !== null ? step.completed_at - step.started_at : null,
+    transactions: parseJson(step.transactions, []),
+    result: parseJson(step.result, null),
+    error: parseJson(step.error, null),
+  };
+}
+
+/** The API view of a launch; never includes the webhook secret. */
+export function presentLaunch(launch: LaunchRow, steps: StepRow[]): Record<string, unknown> {
+  const request = parseJson<Record<string, unknown>>(launch.request, {});
+  const results = parseJson<Record<string, unknown>>(launch.results, {});
+  return {
+    id: launch.id,
+    status: launch.status,
+    ...request,
+    createdAt: iso(launch.created_at),
+    updatedAt: iso(launch.updated_at),
+    startedAt: iso(launch.started_at),
+    completedAt: iso(launch.completed_at),
+    steps: steps.map(presentStep),
+    results: launch.status === 'complete' ? results : null,
+    partialResults: launch.status === 'complete' ? null : results,
+    error: parseJson(launch.error, null),
+  };
+}

@@ -1,0 +1,121 @@
+import { PublicKey } from '@solana/web3.js';
+import { z } from 'zod';
+
+const U64_MAX = 2n ** 64n - 1n;
+export const WSOL_MINT = 'So11111111111111111111111111111111111111112';
+
+const pubkey = z.string().refine(isPubkey, { message: 'must be a base58 Solana public key' });
+const wholeAmount = z
+  .union([z.string(), z.number()])
+  .refine((v) => (typeof v === 'number' ? Number.isSafeInteger(v) && v > 0 : /^[1-9]\d{0,19}$/.test(v)), {
+    message: 'must be a positive whole number, as a decimal string or a safe integer',
+  })
+  .transform((v) => BigInt(v));
+const percent = z.number().int('must be a whole percent').min(0).max(100);
+
+/** The launch request body (SPEC §3); strict: unknown fields are refused. */
+export const launchRequestSchema = z
+  .strictObject({
+    name: z.string().trim().min(1).max(32, 'must be at most 32 characters (on-chain metadata limit)'),
+    ticker: z.string().trim().min(1).max(10).regex(/^[A-Za-z0-9]+$/, 'must be letters and digits only'),
+    totalSupply: wholeAmount,
+    decimals: z.number().int().min(0).max(9).default(9),
+    uri: z.string().max(200, 'must be at most 200 characters (on-chain metadata limit)').default(''),
+    tokenStandard: z.enum(['spl-token', 'token-2022']).default('token-2022'),
+    creator: pubkey,
+    allocations: z
+      .strictObject({ creator: percent.default(0), vesting: percent.default(0), treasury: percent.default(0), pool: percent.default(0) })
+      .default({ creator: 100, vesting: 0, treasury: 0, pool: 0 }),
+    vesting: z
+      .strictObject({
+        beneficiary: pubkey,
+        cliffSeconds: z.number().int().min(0).max(10 * 365 * 86400),
+        periodSeconds: z.number().int().min(1).max(10 * 365 * 86400),
+        periods: z.number().int().min(1).max(100_000),
+      })
+      .optional(),
+    dao: z
+      .strictObject({
+        name: z.string().trim().min(1).max(32),
+        votingPeriodSeconds: z.number().int().min(3600).max(365 * 86400),
+        quorumPercent: z.number().int().min(1).max(100),
+      })
+      .optional(),
+    pool: z
+      .strictObject({
+        quoteMint: z.literal(WSOL_MINT, { message: `only SOL (${WSOL_MINT}) is supported as the quote mint` }),
+        quoteAmount: z.string().regex(/^(?=.*[1-9])\d{1,12}(\.\d{1,9})?$/, 'must be a positive decimal string of SOL, at most 9 decimals'),
+      })
+      .optional(),
+    revokeMintAuthority: z.boolean().default(false),
+    webhookUrl: z.string().max(2048).refine(isHttpUrl, { message: 'must be an absolute http(s) URL' }),
+    webhookSecret: z.string().min(16, 'must be at least 16 characters').max(256),
+  })
+  .superRefine((req, ctx) => {
+    const a = req.allocations;
+    if (a.creator + a.vesting + a.treasury + a.pool !== 100) {
+      ctx.addIssue({ code: 'custom', path: ['allocations'], message: 'must sum to 100' });
+    }
+    for (const [section, share] of [['vesting', a.vesting], ['dao', a.treasury], ['pool', a.pool]] as const) {
+      const present = req[section] !== undefined;
+      const allocation = section === 'dao' ? 'treasury' : section;
+      if (present && share === 0) ctx.addIssue({ code: 'custom', path: [section], message: `requires a non-zero allocations.${allocation}` });
+      if (!present && share > 0) ctx.addIssue({ code: 'custom', path: [section], message: `is required when allocations.${allocation} is non-zero` });
+    }
+    if (req.dao && req.tokenStandard === 'token-2022') {
+      ctx.addIssue({ code: 'custom', path: ['tokenStandard'], message: 'must be spl-token when dao is requested (SPL Governance rejects Token-2022 mints)' });
+    }
+    if (req.totalSupply * 10n ** BigInt(req.decimals) > U64_MAX) {
+      ctx.addIssue({ code: 'custom', path: ['totalSupply'], message: `times 10^decimals must fit in a u64 (max ${U64_MAX})` });
+    }
+  });
+
+export type LaunchRequest = z.output<typeof launchRequestSchema>;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/** Validates a launch request; returns every bad field with a message. */
+export function parseLaunchRequest(body: unknown, options: { requireHttps: boolean }): { ok: true; value: LaunchRequest } | { ok: false; errors: FieldError[] } {
+  const parsed = launchRequestSchema.safeParse(body);
+  const errors: FieldError[] = parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => ({ field: issue.path.length ? issue.path.join('.') : '(body)', message: describeIssue(issue) }));
+  if (parsed.success && options.requireHttps && !parsed.data.webhookUrl.startsWith('https://')) {
+    errors.push({ field: 'webhookUrl', message: 'must use https in production' });
+  }
+  if (!parsed.success || errors.length > 0) return { ok: false, errors };
+  return { ok: true, value: parsed.data };
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') return `unknown field(s): ${issue.keys.join(', ')}`;
+  if (issue.code === 'invalid_type' && issue.input === undefined) return 'is required';
+  return issue.message;
+}
+
+/** The stored form of a request: JSON-safe, without the webhook secret. */
+export function storedRequest(req: LaunchRequest): Record<string, unknown> {
+  const { webhookSecret: _secret, totalSupply, ...rest } = req;
+  return { ...rest, totalSupply: totalSupply.toString() };
+}
+
+function isPubkey(value: string): boolean {
+  if (value.length < 32 || value.length > 44) return false;
+  try {
+    return new PublicKey(value).toBase58() === value;
+  } catch {
+    return false;
+  }
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '' && url.username === '' && url.password === '';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,124 @@
+import type { Logger } from 'pino';
+import type { Db } from '../db/database.js';
+import type { LaunchRow } from '../db/schema.js';
+import type { Clock } from '../lib/clock.js';
+import { parseJson } from '../lib/json.js';
+import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
+import { classifyFailure } from './failure.js';
+import { completionData, stepEvents } from './events.js';
+import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunch } from './runStore.js';
+import { findSteps } from './store.js';
+import { failLaunch } from './failLaunch.js';
+
+/** What a step runner gets: the launch, earlier results and this step's recorded transactions. */
+export interface StepRunInput {
+  launchId: string;
+  step: string;
+  request: Record<string, unknown>;
+  results: Record<string, unknown>;
+  pending: Record<string, unknown>;
+  recordPending(label: string, tx: unknown): Promise<void>;
+  logger: Logger;
+}
+
+export interface StepRunOutput {
+  result: Record<string, unknown>;
+  transactions: Array<{ type: string; signature: string }>;
+}
+
+export type StepRunner = (input: StepRunInput) => Promise<StepRunOutput>;
+
+export type RunOutcome = { kind: 'complete' } | { kind: 'failed' } | { kind: 'retry'; attempt: number } | { kind: 'paused' };
+
+interface RunArgs {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  signal: OutboxSignal;
+  runStep: StepRunner;
+  finalize(signatures: string[]): Promise<void>;
+  launch: LaunchRow;
+  leaseOwner: string;
+  maxStepAttempts: number;
+  shouldContinue(): boolean;
+}
+
+/** Runs the remaining steps of a leased launch; each state change commits with its event. */
+export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
+  const { db, clock, launch, leaseOwner } = args;
+  const request = parseJson<Record<string, unknown>>(launch.request, {});
+  const results = parseJson<Record<string, unknown>>(launch.results, {});
+
+  if (launch.status === 'queued') {
+    await db.transaction().execute(async (trx) => {
+      await updateLeasedLaunch(trx, { launchId: launch.id, owner: leaseOwner, set: { status: 'processing', started_at: launch.started_at ?? clock.now(), updated_at: clock.now() } });
+      await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.processing', requestId: launch.request_id, data: { status: 'processing' } });
+    });
+    args.signal.notify();
+  }
+
+  const steps = await findSteps(db, launch.id);
+  for (const [index, step] of steps.entries()) {
+    if (step.status === 'complete' || step.status === 'skipped') continue;
+    if (!args.shouldContinue()) return { kind: 'paused' };
+    const attempt = await startStep(db, { launchId: launch.id, step: step.name, now: clock.now() });
+    const pending = parseJson<Record<string, unknown>>(step.pending_tx, {});
+    const logger = args.logger.child({ step: step.name, attempt });
+    let output: StepRunOutput;
+    try {
+      output = await args.runStep({
+        launchId: launch.id,
+        step: step.name,
+        request,
+        results: { ...results },
+        pending,
+        logger,
+        async recordPending(label, tx) {
+          pending[label] = tx;
+          await savePendingTx(db, { launchId: launch.id, step: step.name, pending });
+        },
+      });
+    } catch (error) {
+      const failure = classifyFailure(error);
+      logger.warn({ err: error, code: failure.code, retriable: failure.retriable }, 'step failed');
+      if (failure.retriable && attempt < args.maxStepAttempts) {
+        await deferStep(db, { launchId: launch.id, step: step.name, error: { code: failure.code, message: failure.message, attempt } });
+        return { kind: 'retry', attempt };
+      }
+      await failLaunch(args, { step: step.name, code: failure.code, message: failure.message, results });
+      return { kind: 'failed' };
+    }
+    Object.assign(results, output.result);
+    await db.transaction().execute(async (trx) => {
+      const now = clock.now();
+      await completeStep(trx, { launchId: launch.id, step: step.name, result: output.result, transactions: output.transactions, now });
+      await updateLeasedLaunch(trx, { launchId: launch.id, owner: leaseOwner, set: { results: JSON.stringify(results), updated_at: now } });
+      for (const event of stepEvents(step.name, index, steps.length, output)) {
+        await recordEvent(trx, clock, { launchId: launch.id, event: event.event, requestId: launch.request_id, data: event.data });
+      }
+    });
+    args.signal.notify();
+  }
+
+  const finalSteps = await findSteps(db, launch.id);
+  const transactions = finalSteps.flatMap((s) => parseJson<StepRunOutput['transactions']>(s.transactions, []));
+  try {
+    await args.finalize(transactions.map((t) => t.signature));
+  } catch (error) {
+    const failure = classifyFailure(error);
+    if (failure.retriable) return { kind: 'retry', attempt: 1 };
+    await failLaunch(args, { step: 'finalize', code: failure.code, message: failure.message, results });
+    return { kind: 'failed' };
+  }
+  await db.transaction().execute(async (trx) => {
+    const now = clock.now();
+    await updateLeasedLaunch(trx, {
+      launchId: launch.id,
+      owner: leaseOwner,
+      set: { status: 'complete', completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null },
+    });
+    await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.complete', requestId: launch.request_id, data: completionData(results, transactions) });
+  });
+  args.signal.notify();
+  return { kind: 'complete' };
+}
