@@ -1,0 +1,61 @@
+import type { AccountInfo, Keypair, PublicKey } from '@solana/web3.js';
+
+/** Commitment levels the service uses; `processed` only appears in statuses. */
+export type Commitment = 'processed' | 'confirmed' | 'finalized';
+
+/** A recent blockhash and the last block height at which a transaction using it can land. */
+export interface BlockhashInfo {
+  blockhash: string;
+  lastValidBlockHeight: number;
+}
+
+/** What the chain knows about a signature; `err` is non-null when the transaction failed on chain. */
+export interface SignatureStatus {
+  status: Commitment;
+  err: unknown;
+}
+
+/** A health probe result; obtained by a real account read. */
+export interface ChainProbe {
+  slot: number;
+  unixTimestamp: number;
+  payerBalance: number;
+}
+
+/** Transaction building options a cluster may need (SPEC §3: configurable priority fee and compute limit). */
+export interface FeeSettings {
+  priorityFeeMicroLamports: number;
+  computeUnitLimit: number | undefined;
+}
+
+/**
+ * The small surface both chain backends implement. Steps build real web3.js transactions and
+ * hand their bytes to `sendRawTransaction`; they never know which backend runs them.
+ * Failures are classified: `TransientError` (retry), `NonRetriableError` (fail the launch).
+ */
+export interface ChainBackend {
+  readonly kind: 'embedded' | 'rpc';
+  /** The service's launch wallet: pays fees and rent, holds undistributed allocations. */
+  readonly payer: Keypair;
+  readonly fees: FeeSettings;
+  getLatestBlockhash(): Promise<BlockhashInfo>;
+  getBlockHeight(): Promise<number>;
+  /** Sends signed transaction bytes; resolves with the base58 signature once accepted. */
+  sendRawTransaction(bytes: Uint8Array): Promise<string>;
+  getSignatureStatus(signature: string): Promise<SignatureStatus | null>;
+  /**
+   * Waits until the signature reaches `commitment`. Throws `TransientError('blockhash_expired')`
+   * when the block height passes `lastValidBlockHeight` first, `NonRetriableError('program_error')`
+   * when the transaction failed on chain.
+   */
+  confirmTransaction(signature: string, lastValidBlockHeight: number, commitment?: Commitment): Promise<void>;
+  getAccountInfo(pubkey: PublicKey, commitment?: Commitment): Promise<AccountInfo<Buffer> | null>;
+  getBalance(pubkey: PublicKey): Promise<number>;
+  getMinimumBalanceForRentExemption(size: number): Promise<number>;
+  isProgramExecutable(programId: PublicKey): Promise<boolean>;
+  /** Health check: reads the clock sysvar and the payer account. */
+  probe(): Promise<ChainProbe>;
+  /** Circuit breaker state, when the backend has one (RPC). */
+  breakerState?(): { state: 'closed' | 'open' | 'half-open'; failures: number };
+  close(): Promise<void>;
+}

@@ -1,0 +1,53 @@
+import { NonRetriableError, TransientError } from '../lib/retry.js';
+
+/**
+ * Turns the text of a rejected transaction (RPC error message, simulation logs, LiteSVM error)
+ * into the service's failure classes (SPEC §3). Returns `undefined` for "already processed",
+ * which a sender treats as success.
+ */
+export function classifyTransactionFailure(text: string, cause?: unknown): Error | undefined {
+  if (/already ?(been )?processed/i.test(text)) return undefined;
+  if (/blockhash ?not ?found|block ?height ?exceeded|blockhash.*expired/i.test(text)) {
+    return new TransientError(`blockhash expired: ${firstLine(text)}`, 'blockhash_expired', { cause });
+  }
+  if (
+    /insufficient ?funds ?for ?(fee|rent)|insufficient lamports|no record of a prior credit|AccountNotFound|InvalidAccountForFee/i.test(text)
+  ) {
+    return new NonRetriableError('insufficient_balance', `payer balance too low: ${firstLine(text)}`, { cause });
+  }
+  return new NonRetriableError('program_error', `transaction failed: ${firstLine(text)}`, { cause });
+}
+
+/** Classifies an RPC transport or server failure; transient unless it names a transaction failure. */
+export function classifyRpcError(error: unknown): Error {
+  if (error instanceof TransientError || error instanceof NonRetriableError) return error;
+  const err = error instanceof Error ? error : new Error(String(error));
+  const text = `${err.name} ${err.message} ${describeCause(err)}`;
+  if (/TimeoutError|AbortError|timed? ?out|ETIMEDOUT/i.test(text)) {
+    return new TransientError(`RPC request timed out: ${firstLine(err.message)}`, 'rpc_timeout', { cause: err });
+  }
+  if (/^429\b|\b429 Too Many|rate.?limit/i.test(err.message)) {
+    return new TransientError(`RPC rate limited: ${firstLine(err.message)}`, 'rpc_rate_limited', { cause: err });
+  }
+  if (/^5\d\d\b/.test(err.message)) {
+    return new TransientError(`RPC server error: ${firstLine(err.message)}`, 'rpc_unavailable', { cause: err });
+  }
+  if (/fetch failed|ECONNREFUSED|ECONNRESET|EPIPE|ENOTFOUND|EAI_AGAIN|socket hang up|other side closed|network/i.test(text)) {
+    return new TransientError(`RPC unreachable: ${firstLine(err.message)}`, 'rpc_unavailable', { cause: err });
+  }
+  if (/^\d{3}\b/.test(err.message)) {
+    return new NonRetriableError('invalid_configuration', `RPC refused the request: ${firstLine(err.message)}`, { cause: err });
+  }
+  return new TransientError(`RPC request failed: ${firstLine(err.message)}`, 'rpc_error', { cause: err });
+}
+
+function describeCause(err: Error): string {
+  const cause = (err as { cause?: unknown }).cause;
+  if (cause instanceof Error) return `${cause.name} ${cause.message} ${(cause as { code?: string }).code ?? ''}`;
+  return '';
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n').find((l) => l.trim() !== '') ?? text;
+  return line.trim().slice(0, 300);
+}

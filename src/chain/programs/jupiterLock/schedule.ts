@@ -1,0 +1,59 @@
+/** Jupiter Lock `CreateVestingEscrowParameters`, all in the program's units (seconds, raw token amounts). */
+export interface VestingEscrowParams {
+  vestingStartTime: bigint;
+  cliffTime: bigint;
+  frequency: bigint;
+  cliffUnlockAmount: bigint;
+  amountPerPeriod: bigint;
+  numberOfPeriod: bigint;
+  updateRecipientMode: number;
+  cancelMode: number;
+}
+
+/** Who may change the recipient / cancel an escrow (Jupiter Lock's `UpdateRecipientMode`/`CancelMode`). */
+export const EscrowMode = {
+  neither: 0,
+  onlyCreator: 1,
+  onlyRecipient: 2,
+  either: 3,
+} as const;
+
+/** What the launch request says about vesting (SPEC §3 `vesting`). */
+export interface VestingRequest {
+  cliffSeconds: number;
+  periodSeconds: number;
+  periods: number;
+}
+
+/**
+ * The escrow schedule for `amount` raw tokens: cliff = start + cliffSeconds, one unlock every
+ * periodSeconds after the cliff, `floor(amount / periods)` per period, and the remainder of that
+ * division unlocked at the cliff so the escrow holds exactly `amount`. With `periods = 0` the whole
+ * amount unlocks at the cliff. The recipient may move the escrow to a new wallet; nobody can cancel
+ * it — a promise to a beneficiary should not be revocable by the launcher.
+ */
+export function deriveVestingSchedule(amount: bigint, startTime: bigint, request: VestingRequest): VestingEscrowParams {
+  const { cliffSeconds, periodSeconds, periods } = request;
+  if (amount <= 0n) throw new RangeError('vesting amount must be positive');
+  for (const [name, value] of Object.entries({ cliffSeconds, periodSeconds, periods })) {
+    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer`);
+  }
+  if (periods > 0 && periodSeconds === 0) throw new RangeError('periodSeconds must be positive when periods > 0');
+  const numberOfPeriod = BigInt(periods);
+  const amountPerPeriod = numberOfPeriod === 0n ? 0n : amount / numberOfPeriod;
+  return {
+    vestingStartTime: startTime,
+    cliffTime: startTime + BigInt(cliffSeconds),
+    frequency: BigInt(periodSeconds),
+    cliffUnlockAmount: amount - amountPerPeriod * numberOfPeriod,
+    amountPerPeriod,
+    numberOfPeriod,
+    updateRecipientMode: EscrowMode.onlyRecipient,
+    cancelMode: EscrowMode.neither,
+  };
+}
+
+/** Total tokens the program moves into the escrow for these params. */
+export function totalDeposit(params: VestingEscrowParams): bigint {
+  return params.cliffUnlockAmount + params.amountPerPeriod * params.numberOfPeriod;
+}

@@ -1,0 +1,70 @@
+import { PublicKey } from '@solana/web3.js';
+
+/** Jupiter Lock (vesting escrows), the same id on mainnet and devnet. */
+export const JUPITER_LOCK_PROGRAM_ID = new PublicKey('LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn');
+/** SPL Governance, the canonical program-version-3 deployment. */
+export const SPL_GOVERNANCE_PROGRAM_ID = new PublicKey('GovER5Lthms3bLBqWub97yVrMmEogzX7xNjdXpPPCVZw');
+/** Raydium CPMM (cp-swap) on mainnet-beta. */
+export const CPMM_MAINNET_PROGRAM_ID = new PublicKey('CPMMoo8L3F4NbTegBCKVNunggL7H1ZpdTHKxQB5qKP1C');
+/** Raydium CPMM (cp-swap) on devnet. */
+export const CPMM_DEVNET_PROGRAM_ID = new PublicKey('DRaycpLY18LhpbydsBWbVJtxpNv9oXPgjRSfpF2bWpYb');
+/** SPL Memo v2 (used by token-2022-aware instructions that accept a memo). */
+export const MEMO_PROGRAM_ID = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+
+/**
+ * Where a CPMM build sends its pool-creation fee. The receiver is compiled into each build
+ * (`create_pool_fee_reveiver` in the program), so it follows from the program id.
+ */
+const CPMM_FEE_RECEIVERS: Record<string, string> = {
+  [CPMM_MAINNET_PROGRAM_ID.toBase58()]: 'DNXgeM9EiiaAbaWvwjHj9fQQLAX5ZsfHyvmYUNRAdNC8',
+  [CPMM_DEVNET_PROGRAM_ID.toBase58()]: '3oE58BKVt8KuYkGxx8zBojugnymWmBiyafWgMrnb6eYy',
+};
+
+/** The admin key compiled into each CPMM build (owner of its AmmConfig accounts). */
+const CPMM_ADMINS: Record<string, string> = {
+  [CPMM_MAINNET_PROGRAM_ID.toBase58()]: 'GThUX1Atko4tqhN2NaiTazWSeFWMuiUvfFnyJyUghFMJ',
+  [CPMM_DEVNET_PROGRAM_ID.toBase58()]: 'DRayqG9RXYi8WHgWEmRQGrUWRWbhjYWYkCRJDd6JBBak',
+};
+
+/** A CPMM deployment: the program, the AmmConfig index pools are created under, its fee receiver. */
+export interface CpmmDeployment {
+  programId: PublicKey;
+  ammConfigIndex: number;
+  createPoolFeeReceiver: PublicKey;
+  admin: PublicKey;
+}
+
+/**
+ * The CPMM deployment for a program id. Known ids (mainnet, devnet) carry their compiled-in fee
+ * receiver; any other id must name its receiver explicitly.
+ */
+export function cpmmDeployment(
+  programId: PublicKey = CPMM_MAINNET_PROGRAM_ID,
+  overrides: { ammConfigIndex?: number; createPoolFeeReceiver?: PublicKey; admin?: PublicKey } = {},
+): CpmmDeployment {
+  const receiver = overrides.createPoolFeeReceiver?.toBase58() ?? CPMM_FEE_RECEIVERS[programId.toBase58()];
+  if (receiver === undefined) {
+    throw new Error(`unknown CPMM program ${programId.toBase58()}: pass its createPoolFeeReceiver`);
+  }
+  const admin = overrides.admin?.toBase58() ?? CPMM_ADMINS[programId.toBase58()] ?? receiver;
+  return {
+    programId,
+    ammConfigIndex: overrides.ammConfigIndex ?? 0,
+    createPoolFeeReceiver: new PublicKey(receiver),
+    admin: new PublicKey(admin),
+  };
+}
+
+/** Program ids the vesting, DAO and pool steps call; every one configurable. */
+export interface LaunchProgramIds {
+  jupiterLock: PublicKey;
+  governance: PublicKey;
+  cpmm: PublicKey;
+}
+
+/** Mainnet defaults (Jupiter Lock and Governance share ids with devnet; CPMM differs). */
+export const DEFAULT_LAUNCH_PROGRAM_IDS: LaunchProgramIds = {
+  jupiterLock: JUPITER_LOCK_PROGRAM_ID,
+  governance: SPL_GOVERNANCE_PROGRAM_ID,
+  cpmm: CPMM_MAINNET_PROGRAM_ID,
+};

@@ -1,0 +1,60 @@
+import { PublicKey } from '@solana/web3.js';
+import { NonRetriableError } from '../../lib/retry.js';
+import { sendIdempotent } from '../send.js';
+import { readMint, tokenProgramOf } from './chainReads.js';
+import { METAPLEX_TOKEN_METADATA_PROGRAM_ID, createMetaplexMetadataInstruction, metaplexMetadataAddress } from './metaplex.js';
+import { readTokenMetadata } from './tokenMetadata.js';
+import type { StepContext, StepExecutor } from './types.js';
+
+// Metaplex metadata account: 1 + 32 + 32 + 4+32 + 4+10 + 4+200 + 2 + 1+(4+5*34) + 1 + 1 + 1 + 1+1 + 1+33 + 1+17 + 1+9 + 1+33 (max).
+const METAPLEX_METADATA_MAX_SIZE = 679;
+
+/**
+ * create_metadata. Token-2022: the metadata was written by create_mint; this step verifies it on
+ * chain. spl-token: creates the Metaplex metadata account (CreateMetadataAccountV3) with the
+ * creator as update authority; needs the Metaplex program on the chain. Result: `{metadata}`.
+ */
+export const createMetadata: StepExecutor = async (ctx) => {
+  const { plan, chain, keys } = ctx;
+  const mint = keys.mint.publicKey;
+  if (plan.tokenStandard === 'token-2022') {
+    const state = await readMint(chain, mint, tokenProgramOf(plan));
+    const meta = state ? readTokenMetadata(state) : null;
+    if (!meta || meta.name !== plan.name || meta.symbol !== plan.ticker || meta.uri !== plan.uri) {
+      throw new NonRetriableError('program_error', `token metadata of mint ${mint.toBase58()} is missing or differs from the request`);
+    }
+    return { result: { metadata: mint.toBase58() }, transactions: [] };
+  }
+
+  if (!(await chain.isProgramExecutable(METAPLEX_TOKEN_METADATA_PROGRAM_ID))) {
+    throw new NonRetriableError(
+      'chain_capability_missing',
+      `Metaplex Token Metadata (${METAPLEX_TOKEN_METADATA_PROGRAM_ID.toBase58()}) is not executable on the configured chain`,
+    );
+  }
+  const metadata = metaplexMetadataAddress(mint);
+  const sent = await sendIdempotent(ctx, {
+    label: 'create_metadata',
+    type: 'create_metadata',
+    instructions: () => [
+      createMetaplexMetadataInstruction({
+        mint,
+        mintAuthority: chain.payer.publicKey,
+        payer: chain.payer.publicKey,
+        updateAuthority: new PublicKey(plan.creator),
+        name: plan.name,
+        symbol: plan.ticker,
+        uri: plan.uri,
+      }),
+    ],
+    signers: [],
+    rentLamports: await chain.getMinimumBalanceForRentExemption(METAPLEX_METADATA_MAX_SIZE),
+    postcondition: () => metaplexMetadataExists(ctx, metadata),
+  });
+  return { result: { metadata: metadata.toBase58() }, transactions: [{ type: sent.type, signature: sent.signature }] };
+};
+
+async function metaplexMetadataExists(ctx: StepContext, metadata: PublicKey): Promise<boolean> {
+  const info = await ctx.chain.getAccountInfo(metadata);
+  return info !== null && info.owner.equals(METAPLEX_TOKEN_METADATA_PROGRAM_ID);
+}

@@ -1,0 +1,39 @@
+import type { LaunchPlan, RequiredProgram } from './types.js';
+
+/** Program ids the steps use; defaults are the mainnet deployments (SPEC §3), each overridable. */
+export interface ProgramIds {
+  tokenMetadata: string;
+  vesting: string;
+  governance: string;
+  pool: string;
+}
+
+/** Mainnet (and, except the pool, devnet) program ids. */
+export const DEFAULT_PROGRAM_IDS: ProgramIds = {
+  tokenMetadata: 'metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s',
+  vesting: 'LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn',
+  governance: 'GovER5Lthms3bLBqWub97yVrMmEogzX7xNjdXpPPCVZw',
+  pool: 'CPMMoo8L3F4NbTegBCKVNunggL7H1ZpdTHKxQB5qKP1C',
+};
+
+/** Raydium CPMM on devnet, for operators pointing SOLANA_RPC_URL at devnet. */
+export const DEVNET_CPMM_PROGRAM_ID = 'DRaycpLY18LhpbydsBWbVJtxpNv9oXPgjRSfpF2bWpYb';
+
+const HOW_TO_PROVIDE = (id: string) =>
+  `deploy it on the cluster, or for the embedded chain run \`solana program dump -u m ${id} ${id}.so\` into CHAIN_PROGRAMS_DIR and restart`;
+
+/**
+ * Programs beyond the embedded defaults (System, SPL Token, Token-2022, Associated Token, Memo)
+ * that `plan` needs. The API refuses the launch with `chain_capability_missing` when one is not
+ * executable on the configured chain; `reason` says why it is needed and how to provide it.
+ */
+export function requiredPrograms(plan: LaunchPlan, ids: ProgramIds = DEFAULT_PROGRAM_IDS): RequiredProgram[] {
+  const out: RequiredProgram[] = [];
+  const add = (name: string, programId: string, why: string) =>
+    out.push({ name, programId, reason: `${why}; ${HOW_TO_PROVIDE(programId)}` });
+  if (plan.tokenStandard === 'spl-token') add('Metaplex Token Metadata', ids.tokenMetadata, 'spl-token launches store name, symbol and uri in a Metaplex metadata account');
+  if (plan.vesting !== undefined || plan.allocations.vesting > 0) add('Jupiter Lock', ids.vesting, 'the vesting allocation is locked in a Jupiter Lock escrow');
+  if (plan.dao !== undefined) add('SPL Governance', ids.governance, 'the DAO is an SPL Governance realm');
+  if (plan.pool !== undefined || plan.allocations.pool > 0) add('Raydium CPMM', ids.pool, 'the pool allocation seeds a Raydium CPMM pool');
+  return out;
+}

@@ -1,0 +1,66 @@
+import type { Logger } from '../../lib/logger.js';
+import type { ChainBackend } from '../backend.js';
+import type { LaunchKeys } from '../keys.js';
+
+/** Launch steps, in the order the runner executes them. */
+export type StepName = 'create_mint' | 'create_metadata' | 'distribute_supply' | 'create_vesting' | 'create_dao' | 'create_pool';
+
+/** What a launch asks the chain for (validated request, amounts parsed). */
+export interface LaunchPlan {
+  launchId: string;
+  name: string;
+  ticker: string;
+  uri: string;
+  decimals: number;
+  /** Whole tokens. */
+  totalSupply: bigint;
+  tokenStandard: 'spl-token' | 'token-2022';
+  /** Base58 pubkey receiving the creator allocation and, unless revoked, the authorities. */
+  creator: string;
+  /** Percents summing to 100. */
+  allocations: { creator: number; vesting: number; treasury: number; pool: number };
+  revokeMintAuthority: boolean;
+  vesting?: { beneficiary: string; cliffSeconds: number; periodSeconds: number; periods: number };
+  dao?: { name: string; votingPeriodSeconds: number; quorumPercent: number };
+  /** quoteAmount: decimal SOL. */
+  pool?: { quoteMint: string; quoteAmount: string };
+}
+
+/** A signed transaction recorded before it is sent (SPEC §3). */
+export interface PendingTx {
+  signature: string;
+  blockhash: string;
+  lastValidBlockHeight: number;
+  /** Base64 of the signed wire bytes; re-sent as is while the blockhash is valid. */
+  serialized: string;
+}
+
+/** Everything a step needs; the runner builds it per attempt. */
+export interface StepContext {
+  plan: LaunchPlan;
+  keys: LaunchKeys;
+  /** Merged results of the earlier steps. */
+  results: Record<string, unknown>;
+  /** Transactions of THIS step recorded by earlier attempts, by label. */
+  pending: Record<string, PendingTx>;
+  /** Persists a signed transaction; resolves only once it is durable. Called before sending. */
+  recordPending(label: string, tx: PendingTx): Promise<void>;
+  chain: ChainBackend;
+  logger: Logger;
+}
+
+/** A completed step: its result (merged into the launch's results) and its signatures. */
+export interface StepOutcome {
+  result: Record<string, unknown>;
+  transactions: Array<{ type: string; signature: string }>;
+}
+
+/** Runs one step to completion, idempotently: safe to call again after any crash. */
+export type StepExecutor = (ctx: StepContext) => Promise<StepOutcome>;
+
+/** A program a plan needs on the configured chain (for the 422 `chain_capability_missing` pre-check). */
+export interface RequiredProgram {
+  name: string;
+  programId: string;
+  reason: string;
+}

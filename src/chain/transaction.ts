@@ -1,0 +1,35 @@
+import { ComputeBudgetProgram, Transaction, type Keypair, type TransactionInstruction } from '@solana/web3.js';
+import type { BlockhashInfo, ChainBackend, FeeSettings } from './backend.js';
+
+/** Base fee per signature on every Solana cluster. */
+export const LAMPORTS_PER_SIGNATURE = 5000;
+
+/** Prepends the compute-budget instructions the backend's fee settings ask for. */
+export function withComputeBudget(fees: FeeSettings, instructions: TransactionInstruction[]): TransactionInstruction[] {
+  const budget: TransactionInstruction[] = [];
+  if (fees.computeUnitLimit !== undefined) budget.push(ComputeBudgetProgram.setComputeUnitLimit({ units: fees.computeUnitLimit }));
+  if (fees.priorityFeeMicroLamports > 0) {
+    budget.push(ComputeBudgetProgram.setComputeUnitPrice({ microLamports: fees.priorityFeeMicroLamports }));
+  }
+  return [...budget, ...instructions];
+}
+
+/** Worst-case fee in lamports of a transaction with `signatures` signers under the fee settings. */
+export function estimateFee(fees: FeeSettings, signatures: number): number {
+  const units = fees.computeUnitLimit ?? 200_000;
+  return signatures * LAMPORTS_PER_SIGNATURE + Math.ceil((units * fees.priorityFeeMicroLamports) / 1_000_000);
+}
+
+/** Builds and signs a legacy transaction paid by the backend's payer. */
+export function buildSignedTransaction(
+  chain: ChainBackend,
+  instructions: TransactionInstruction[],
+  signers: Keypair[],
+  blockhash: BlockhashInfo,
+): Transaction {
+  const tx = new Transaction({ feePayer: chain.payer.publicKey, blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight });
+  tx.add(...withComputeBudget(chain.fees, instructions));
+  const unique = [chain.payer, ...signers].filter((s, i, all) => all.findIndex((o) => o.publicKey.equals(s.publicKey)) === i);
+  tx.sign(...unique);
+  return tx;
+}
