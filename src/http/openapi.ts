@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import { launchRequestSchema } from '../launches/request.js';
+
+type Json = Record<string, unknown>;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Json, description: string) => ({ description, content: { 'application/json': { schema } } });
+const errors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [String(s), json(ref('Error'), ERROR_TEXT[s] ?? 'Error')]));
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'invalid_request: details.fields names each bad field',
+  401: 'unauthorized (WWW-Authenticate: Bearer)',
+  403: 'forbidden: details.required_scope',
+  404: 'not_found (with docs_url)',
+  409: 'conflict / idempotency_in_progress',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'idempotency_key_reused / unprocessable_entity / chain_capability_missing',
+  429: 'rate_limited (Retry-After)',
+};
+
+const bearer = [{ bearer: [] }];
+const idParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string' } });
+const pageParams = [
+  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200 } },
+  { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0 } },
+];
+
+/** The OpenAPI 3.1 description of every route; request bodies come from the route schemas. */
+export function buildOpenApi(version: string): Json {
+  const launchRequest = z.toJSONSchema(launchRequestSchema, { io: 'input', unrepresentable: 'any' }) as Json;
+  delete launchRequest.$schema;
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Token launch service', version, description: 'Launches SPL tokens as durable jobs and reports each step through signed webhooks. API version 2026-10-01 (Service-Api-Version header).' },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key sk_...; also accepted as x-api-key' } },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['error'],
+          properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {}, docs_url: { type: 'string' } } } },
+        },
+        Pagination: {
+          type: 'object',
+          properties: { limit: { type: ['integer', 'null'] }, offset: { type: 'integer' }, returned: { type: 'integer' }, total: { type: 'integer' }, has_more: { type: 'boolean' }, next_offset: { type: ['integer', 'null'] } },
+        },
+        LaunchRequest: launchRequest,
+        Launch: { type: 'object', description: 'A launch with its steps, results, partialResults and error', properties: { id: { type: 'string' }, status: { enum: ['queued', 'processing', 'complete', 'failed'] }, steps: { type: 'array', items: { type: 'object' } } } },
+        Health: {
+          type: 'object',
+          required: ['status', 'timestamp', 'version', 'checks', 'uptime', 'circuitBreakers'],
+          properties: {
+            status: { enum: ['healthy', 'degraded', 'unhealthy'] },
+            timestamp: { type: 'string', format: 'date-time' },
+            version: { type: 'string' },
+            checks: { type: 'object', additionalProperties: { type: 'object', properties: { status: { enum: ['pass', 'fail'] }, latencyMs: { type: 'number' }, message: { type: 'string' } } } },
+            uptime: { type: 'number', description: 'seconds' },
+            circuitBreakers: { type: 'object', additionalProperties: { type: 'object', properties: { state: { enum: ['closed', 'open', 'half-open'] }, failures: { type: 'number' } } } },
+          },
+        },
+      },
+    },
+    paths: {
+      '/api/health': {
+        get: { summary: 'Health of the database, chain and cache, and every circuit breaker', responses: { 200: json(ref('Health'), 'healthy or degraded'), 503: json(ref('Health'), 'unhealthy') } },
+        head: { summary: '200 with no body whenever the process is serving; runs no checks', responses: { 200: { description: 'serving' } } },
+      },
+      '/api/openapi': { get: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } } },
+      '/api/launches': {
+        post: {
+          summary: 'Create a launch',
+          security: bearer,
+          parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 255 } }],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('LaunchRequest') } } },
+          responses: { 202: json({ type: 'object', properties: { launch: ref('Launch') } }, 'Accepted; Location header; Idempotent-Replayed: true on replay'), ...errors(400, 401, 403, 409, 413, 415, 422, 429) },
+        },
+        get: {
+          summary: "List the caller's launches, newest first",
+          security: bearer,
+          parameters: [...pageParams, { name: 'status', in: 'query', schema: { enum: ['queued', 'processing', 'complete', 'failed'] } }],
+          responses: { 200: json({ type: 'object', properties: { launches: { type: 'array', items: ref('Launch') }, pagination: ref('Pagination') } }, 'A page of launches'), ...errors(400, 401, 403, 429) },
+        },
+      },
+      '/api/launches/{id}': { get: { summary: 'A launch with its steps', security: bearer, parameters: [idParam('id')], responses: { 200: json({ type: 'object', properties: { launch: ref('Launch') } }, 'The launch'), ...errors(401, 403, 404) } } },
+      '/api/launches/{id}/deliveries': { get: { summary: 'Webhook deliveries of a launch with every attempt', security: bearer, parameters: [idParam('id')], responses: { 200: { description: '{deliveries: [...]}' }, ...errors(401, 403, 404) } } },
+      '/api/deliveries/{id}/redeliver': { post: { summary: 'Queue a fresh delivery of that event', security: bearer, parameters: [idParam('id')], responses: { 202: { description: '{delivery}' }, ...errors(401, 403, 404) } } },
+      '/api/webhooks/test': {
+        post: {
+          summary: 'Send one simulated, signed event to a URL (no retry)',
+          security: bearer,
+          requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['webhookUrl', 'event'], properties: { webhookUrl: { type: 'string' }, event: { type: 'string' }, webhookSecret: { type: 'string' } } } } } },
+          responses: { 200: { description: 'The outcome of the attempt' }, ...errors(400, 401, 415) },
+        },
+      },
+      '/api/dead-letters': { get: { summary: 'Dead letters (launch jobs and deliveries)', security: bearer, parameters: [...pageParams, { name: 'kind', in: 'query', schema: { enum: ['launch', 'delivery'] } }, { name: 'status', in: 'query', schema: { enum: ['open', 'retried', 'resolved'] } }], responses: { 200: { description: '{deadLetters, pagination}' }, ...errors(400, 401, 403) } } },
+      '/api/dead-letters/{id}/retry': { post: { summary: 'Resume the launch at its failed step, or redeliver the event', security: bearer, parameters: [idParam('id')], responses: { 200: { description: '{deadLetter}' }, ...errors(401, 403, 404, 409) } } },
+      '/api/dead-letters/{id}/resolve': { post: { summary: 'Mark reviewed without retrying', security: bearer, parameters: [idParam('id')], responses: { 200: { description: '{deadLetter}' }, ...errors(401, 403, 404, 409) } } },
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { createHmac } from 'node:crypto';
+import type { ChainBackend } from '../chain/backend.js';
+import { deriveLaunchKeys } from '../chain/keys.js';
+import type { PendingTx, StepExecutor, StepName } from '../chain/steps/types.js';
+import { NonRetriableError } from '../lib/retry.js';
+import { planFromRequest } from './plan.js';
+import type { StepRunner } from './runLaunch.js';
+
+/** The master secret launch keys derive from: a purpose-bound derivation of SECRET_KEY. */
+export function launchKeySecret(secretKey: Buffer): Buffer {
+  return createHmac('sha256', secretKey).update('launch-keys/v1').digest();
+}
+
+/** Runs launch steps on the chain with the executors of `src/chain/steps`. */
+export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Buffer; executors: Partial<Record<StepName, StepExecutor>> }): StepRunner {
+  const master = launchKeySecret(deps.secretKey);
+  return async (input) => {
+    const executor = deps.executors[input.step as StepName];
+    if (!executor) throw new NonRetriableError('invalid_configuration', `No executor for step ${input.step}`);
+    return executor({
+      plan: planFromRequest(input.launchId, input.request),
+      keys: deriveLaunchKeys(master, input.launchId),
+      results: input.results,
+      pending: input.pending as Record<string, PendingTx>,
+      recordPending: (label, tx) => input.recordPending(label, tx),
+      chain: deps.chain,
+      logger: input.logger,
+    });
+  };
+}

@@ -1,0 +1,153 @@
+import type { Hono } from 'hono';
+import type { Logger } from 'pino';
+import { sql } from 'kysely';
+import { ensureDevelopmentKey } from './auth/devKey.js';
+import type { CreatedKey } from './auth/apiKeys.js';
+import { ChainReadCache } from './cache/chainReadCache.js';
+import type { ChainBackend } from './chain/backend.js';
+import type { Config } from './config/config.js';
+import { createSecretBox } from './crypto/secretBox.js';
+import { migrateToLatest, openDatabase, type Db } from './db/database.js';
+import { checkHealth, type BreakerSource } from './health/healthService.js';
+import { createApp } from './http/app.js';
+import type { AppEnv } from './http/env.js';
+import { RateLimiter } from './http/middleware/rateLimit.js';
+import { createHealthRoutes } from './http/routes/health.js';
+import { createLaunchRoutes } from './http/routes/launches.js';
+import { createOpenApiRoutes } from './http/routes/openapi.js';
+import { createChainStepRunner } from './launches/chainStepRunner.js';
+import { LaunchRunner } from './launches/runner.js';
+import { retryLaunch } from './launches/retryLaunch.js';
+import type { Clock } from './lib/clock.js';
+import { createChainBackend, checkCapabilities, stepExecutorsFor } from './serviceChain.js';
+import { createWebhookParts } from './serviceWebhooks.js';
+
+export interface Service {
+  app: Hono<AppEnv>;
+  db: Db;
+  chain: ChainBackend;
+  runner: LaunchRunner;
+  cache: ChainReadCache;
+  breakers: BreakerSource;
+  /** The development key created on this start, to print once. */
+  developmentKey: CreatedKey | undefined;
+  /** Starts the background workers (runner, dispatcher, cache refresh). */
+  start(): void;
+  /** Stops the workers in reverse order and closes the chain and the database. */
+  stop(): Promise<void>;
+}
+
+/** Builds every component from the config and wires them (the composition root's body). */
+export async function createService(config: Config, deps: { logger: Logger; clock: Clock }): Promise<Service> {
+  const { logger, clock } = deps;
+  const startedAt = clock.now();
+  const database = openDatabase(config.databasePath);
+  const closers: Array<() => Promise<void> | void> = [() => database.close()];
+  try {
+    const { db } = database;
+    await migrateToLatest(db);
+    const secretBox = createSecretBox(config.secretKey);
+    const chain = await createChainBackend(config, { db, clock, logger });
+    closers.push(() => chain.close());
+    const cache = new ChainReadCache(chain, clock, logger.child({ component: 'cache' }));
+
+    let runner: LaunchRunner | undefined;
+    const webhooks = createWebhookParts({
+      db,
+      clock,
+      logger,
+      config,
+      secretBox,
+      retryLaunch: (deadLetter) => retryLaunch({ db, clock, signal: webhooks.signal, wake: () => runner?.wake() }, deadLetter),
+    });
+    runner = new LaunchRunner({
+      db,
+      clock,
+      logger: logger.child({ component: 'runner' }),
+      signal: webhooks.signal,
+      runStep: createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() }),
+      finalize: (signatures) => finalizeAll(chain, signatures),
+    });
+
+    const health = () =>
+      checkHealth({
+        clock,
+        version: config.version,
+        startedAt,
+        timeoutMs: config.healthCheckTimeoutMs,
+        breakers: webhooks.breakers,
+        probes: {
+          database: async () => {
+            await sql`select count(*) from launches where id = ${'probe'}`.execute(db);
+          },
+          chain: async () => {
+            const probe = await chain.probe();
+            return `${chain.kind} slot ${probe.slot}`;
+          },
+          cache: async () => {
+            await cache.ensureFresh();
+            return `age ${cache.ageMs() ?? 0} ms`;
+          },
+        },
+      });
+
+    const launchRunner = runner;
+    const app = createApp({
+      db,
+      logger,
+      limiter: new RateLimiter(config.rateLimitPerMinute, clock),
+      bodyLimitBytes: config.bodyLimitBytes,
+      routes: [
+        ['/', createHealthRoutes({ check: health })],
+        ['/', createOpenApiRoutes({ version: config.version })],
+        [
+          '/launches',
+          createLaunchRoutes({
+            db,
+            clock,
+            secretBox,
+            production: config.production,
+            signal: { notify: () => (webhooks.signal.notify(), launchRunner.wake()) },
+            checkCapabilities: (request) => checkCapabilities(chain, request),
+          }),
+        ],
+        ...webhooks.routes,
+      ],
+    });
+    const developmentKey = await ensureDevelopmentKey(db, { production: config.production, now: clock.now() });
+
+    let started = false;
+    return {
+      app,
+      db,
+      chain,
+      runner: launchRunner,
+      cache,
+      breakers: webhooks.breakers,
+      developmentKey,
+      start() {
+        if (started) return;
+        started = true;
+        cache.start();
+        webhooks.start();
+        launchRunner.start();
+      },
+      async stop() {
+        cache.stop();
+        await launchRunner.stop();
+        await webhooks.stop();
+        for (const close of closers.reverse()) await close();
+      },
+    };
+  } catch (error) {
+    for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Waits for every transaction of a launch to be final (a no-op wait on the embedded chain). */
+async function finalizeAll(chain: ChainBackend, signatures: string[]): Promise<void> {
+  if (chain.kind === 'embedded') return;
+  const height = await chain.getBlockHeight();
+  for (const signature of signatures) await chain.confirmTransaction(signature, height + 300, 'finalized');
+}
