@@ -13,12 +13,7 @@ export function jsonBodyGuard(options: { limitBytes: number }): MiddlewareHandle
     if (!WITH_BODY.has(c.req.method)) return next();
     const declared = c.req.header('content-length');
     if (declared !== undefined && Number(declared) > options.limitBytes) throw tooLarge(options.limitBytes);
-    const type = c.req.header('content-type');
-    const hasBody = (declared !== undefined && declared !== '0') || c.req.header('transfer-encoding') !== undefined;
-    if (hasBody && (!type || !/^application\/(?:[\w.+-]+\+)?json\s*(;|$)/i.test(type))) {
-      throw new ApiError(415, 'unsupported_media_type', 'Request bodies must be application/json', { contentType: type ?? null });
-    }
-    if (hasBody && c.req.raw.body) {
+    if (c.req.raw.body) {
       const reader = c.req.raw.body.getReader();
       const chunks: Uint8Array[] = [];
       let size = 0;
@@ -31,6 +26,11 @@ export function jsonBodyGuard(options: { limitBytes: number }): MiddlewareHandle
           throw tooLarge(options.limitBytes);
         }
         chunks.push(value);
+      }
+      // A body-less POST (retry, resolve) needs no content type; any body must be JSON.
+      const type = c.req.header('content-type');
+      if (size > 0 && (!type || !/^application\/(?:[\w.+-]+\+)?json\s*(;|$)/i.test(type))) {
+        throw new ApiError(415, 'unsupported_media_type', 'Request bodies must be application/json', { contentType: type ?? null });
       }
       // The stream is consumed; hand handlers a buffered copy of the same bytes.
       c.req.raw = new Request(c.req.raw, { body: Buffer.concat(chunks) });

@@ -5,13 +5,11 @@ import type { HealthReport } from '../../health/healthService.js';
 /** `GET /health` runs the checks; `HEAD /health` answers 200 whenever the process serves, running none. */
 export function createHealthRoutes(deps: { check(): Promise<HealthReport> }): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.on('HEAD', '/health', (c) => {
-    c.header('Cache-Control', 'no-store');
-    return c.body(null, 200);
-  });
   app.get('/health', async (c) => {
-    const report = await deps.check();
     c.header('Cache-Control', 'no-store');
+    // Hono routes HEAD through the GET handler; the liveness probe must not touch any component.
+    if (c.req.raw.method === 'HEAD') return c.body(null, 200);
+    const report = await deps.check();
     return c.json(report, report.status === 'unhealthy' ? 503 : 200);
   });
   return app;

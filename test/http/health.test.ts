@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import { checkHealth, type HealthDeps } from '../../src/health/healthService.js';
+import { createApp } from '../../src/http/app.js';
+import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
+import { createHealthRoutes } from '../../src/http/routes/health.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { startTestService } from '../support/service.js';
+import { openDatabase } from '../../src/db/database.js';
+
+function healthApp(probes: Partial<HealthDeps['probes']>, calls = { count: 0 }) {
+  const pass = async () => undefined;
+  const deps: HealthDeps = {
+    clock: systemClock,
+    version: '9.9.9',
+    startedAt: Date.now() - 5000,
+    timeoutMs: 300,
+    breakers: { snapshot: () => ({ 'hooks.example.com': { state: 'open', failures: 3 } }) },
+    probes: { database: pass, chain: pass, cache: pass, ...probes },
+  };
+  const { db } = openDatabase(':memory:');
+  return createApp({
+    db,
+    logger: silentLogger(),
+    limiter: new RateLimiter(100, systemClock),
+    bodyLimitBytes: 1024,
+    routes: [['/', createHealthRoutes({ check: () => (calls.count++, checkHealth(deps)) })]],
+  });
+}
+
+describe('GET /api/health', () => {
+  it('answers 200 healthy with every field from the real service on its embedded defaults', async () => {
+    const t = await startTestService();
+    try {
+      const res = await t.request('/api/health');
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as Record<string, any>;
+      expect(body.status).toBe('healthy');
+      expect(Object.keys(body).sort()).toEqual(['checks', 'circuitBreakers', 'status', 'timestamp', 'uptime', 'version']);
+      expect(new Date(body.timestamp).toISOString()).toBe(body.timestamp);
+      for (const name of ['database', 'chain', 'cache']) {
+        expect(body.checks[name].status).toBe('pass');
+        expect(typeof body.checks[name].latencyMs).toBe('number');
+      }
+      expect(body.checks.chain.message).toMatch(/^embedded slot \d+/);
+      expect(typeof body.uptime).toBe('number');
+      expect(body.circuitBreakers).toEqual({});
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('answers 503 unhealthy when the database check fails', async () => {
+    const res = await healthApp({ database: async () => Promise.reject(new Error('disk I/O error')) }).request('/api/health');
+    expect(res.status).toBe(503);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body.status).toBe('unhealthy');
+    expect(body.checks.database).toMatchObject({ status: 'fail', message: 'disk I/O error' });
+  });
+
+  it('answers 503 when the real database is closed under the service', async () => {
+    const t = await startTestService();
+    try {
+      t.service.db; // the service's own connection
+      await t.service.db.destroy();
+      const res = await t.request('/api/health');
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as any).checks.database.status).toBe('fail');
+    } finally {
+      await t.close().catch(() => undefined);
+    }
+  });
+
+  it('answers 200 degraded when only the cache check fails', async () => {
+    const res = await healthApp({ cache: async () => Promise.reject(new Error('stale')) }).request('/api/health');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body.status).toBe('degraded');
+    expect(body.checks.cache.status).toBe('fail');
+    expect(body.circuitBreakers).toEqual({ 'hooks.example.com': { state: 'open', failures: 3 } });
+  });
+
+  it('answers within its bound when a check hangs', async () => {
+    const started = performance.now();
+    const res = await healthApp({ chain: () => new Promise(() => undefined) }).request('/api/health');
+    const elapsed = performance.now() - started;
+    expect(res.status).toBe(503);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body.checks.chain).toMatchObject({ status: 'fail', message: 'timed out after 300 ms' });
+    expect(elapsed).toBeLessThan(2000);
+  });
+
+  it('HEAD answers 200 with an empty body and runs no checks', async () => {
+    const calls = { count: 0 };
+    const res = await healthApp({}, calls).request('/api/health', { method: 'HEAD' });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('');
+    expect(calls.count).toBe(0);
+    expect(res.headers.get('x-request-id')).toBeTruthy();
+  });
+});

@@ -1,0 +1,53 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type Config } from '../../src/config/config.js';
+import { createApiKey } from '../../src/auth/apiKeys.js';
+import type { Scope } from '../../src/http/env.js';
+import { systemClock, type Clock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { createService, type Service } from '../../src/service.js';
+
+/** A fresh data directory and a config pointing at it (silent logs, development mode). */
+export function testConfig(env: Record<string, string> = {}): { config: Config; dir: string; cleanup(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'launch-svc-'));
+  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', SECRET_KEY: randomBytes(32).toString('base64'), ...env });
+  return { config, dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface TestService {
+  service: Service;
+  config: Config;
+  dir: string;
+  /** Creates a key and returns its plaintext. */
+  key(owner: string, scopes: Scope[]): Promise<string>;
+  request(path: string, init?: RequestInit & { key?: string; json?: unknown }): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** The whole service (real SQLite file, embedded chain) without a port: requests go through app.request(). */
+export async function startTestService(options: { env?: Record<string, string>; clock?: Clock } = {}): Promise<TestService> {
+  const { config, dir, cleanup } = testConfig(options.env);
+  const service = await createService(config, { logger: silentLogger(), clock: options.clock ?? systemClock });
+  return {
+    service,
+    config,
+    dir,
+    key: async (owner, scopes) => (await createApiKey(service.db, { owner, scopes, now: Date.now() })).key,
+    request(path, init = {}) {
+      const headers = new Headers(init.headers);
+      if (init.key) headers.set('authorization', `Bearer ${init.key}`);
+      let body = init.body;
+      if (init.json !== undefined) {
+        headers.set('content-type', 'application/json');
+        body = JSON.stringify(init.json);
+      }
+      return Promise.resolve(service.app.request(path, { ...init, headers, body }));
+    },
+    async close() {
+      await service.stop();
+      cleanup();
+    },
+  };
+}
