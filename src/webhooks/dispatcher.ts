@@ -1,0 +1,184 @@
+import type { SecretBox } from '../crypto/secretBox.js';
+import type { Db } from '../db/database.js';
+import type { DeliveryRow } from '../db/schema.js';
+import type { Clock } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+import type { Logger } from '../lib/logger.js';
+import type { BreakerRegistry } from './breakerRegistry.js';
+import type { AttemptOutcome, WebhookHttpClient } from './httpClient.js';
+import type { OutboxSignal } from './outbox.js';
+import { settleAttempt } from './settle.js';
+import { buildDeliveryHeaders } from './signature.js';
+import { claimDueDeliveries } from './sql/claimDeliveries.js';
+import { loadDeliveryContext } from './sql/deliveryQueries.js';
+import { releaseClaim } from './sql/settleDeliveries.js';
+import { createWakeableSleep } from './wakeableSleep.js';
+
+export interface DispatcherOptions {
+  retrySchedule: readonly number[];
+  maxInFlight: number;
+  maxInFlightPerHost: number;
+  leaseMs: number;
+  pollIntervalMs: number;
+}
+
+export interface DispatcherDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  secretBox: SecretBox;
+  client: WebhookHttpClient;
+  breakers: BreakerRegistry;
+  options: DispatcherOptions;
+}
+
+/** Delivers outbox events. `notify()` (the {@link OutboxSignal}) wakes it at once after a commit. */
+export interface Dispatcher extends OutboxSignal {
+  /** Lease owner id of this dispatcher. */
+  readonly id: string;
+  /** Claims what is due now, attempts it, and resolves when those attempts are settled. */
+  runOnce(): Promise<number>;
+  /** Repeats {@link runOnce} until nothing is due at the current clock time. */
+  drain(): Promise<void>;
+  start(): void;
+  /** Stops claiming and waits for in-flight attempts to settle. */
+  stop(): Promise<void>;
+  inFlight(): number;
+}
+
+const MAX_ERROR_BACKOFF_MS = 30_000;
+
+export function createDispatcher(deps: DispatcherDeps): Dispatcher {
+  const { db, clock, breakers, options } = deps;
+  const id = newId('dsp', 8);
+  const log = deps.logger.child({ component: 'webhook-dispatcher', dispatcherId: id });
+  const tasks = new Set<Promise<void>>();
+  const sleeper = createWakeableSleep();
+  let running = false;
+  let loopDone: Promise<void> | undefined;
+
+  const free = () => options.maxInFlight - tasks.size;
+
+  async function attempt(row: DeliveryRow, trial: boolean): Promise<void> {
+    const alog = log.child({ deliveryId: row.id, launchId: row.launch_id, eventId: row.event_id, host: row.host, attempt: row.attempt_count });
+    if (!trial && !breakers.admits(row.host)) {
+      // The breaker opened after the claim: give the delivery back without spending an attempt.
+      await releaseClaim(db, row.id, id, clock.now());
+      return;
+    }
+    const ctx = await loadDeliveryContext(db, row.id);
+    if (!ctx) throw new Error(`delivery ${row.id} has no event or launch`);
+    const startedAt = clock.now();
+    let secret: string | undefined;
+    try {
+      secret = deps.secretBox.open(ctx.secretSealed);
+    } catch {
+      secret = undefined;
+    }
+    let outcome: AttemptOutcome;
+    if (secret === undefined) {
+      // Not the endpoint's fault, so it does not count against the host's breaker.
+      outcome = { ok: false, statusCode: null, durationMs: 0, responseBody: null, errorClass: 'secret_unavailable', errorMessage: 'webhook secret cannot be decrypted with SECRET_KEY' };
+    } else {
+      const headers = buildDeliveryHeaders({
+        secret,
+        body: ctx.body,
+        event: ctx.event,
+        eventId: ctx.eventId,
+        attempt: row.attempt_count,
+        requestId: ctx.requestId ?? newId('req'),
+        timestampSeconds: Math.floor(startedAt / 1000),
+      });
+      outcome = await breakers.execute(row.host, trial, () => deps.client.send({ url: row.url, body: ctx.body, headers }));
+    }
+    const result = await settleAttempt(db, { delivery: row, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule });
+    const fields = { event: ctx.event, trial, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, result };
+    if (outcome.ok) alog.info(fields, 'webhook delivered');
+    else alog.warn({ ...fields, error: outcome.errorMessage }, 'webhook attempt failed');
+  }
+
+  function launch(row: DeliveryRow, trial: boolean): Promise<void> {
+    const task = attempt(row, trial)
+      .catch((error: unknown) => {
+        // The lease stays and expires, so the delivery is reclaimed later: nothing is lost.
+        log.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be settled');
+      })
+      .finally(() => {
+        if (trial) breakers.cancelTrial(row.host);
+        tasks.delete(task);
+        sleeper.wake(); // a slot is free: claim more without waiting for the poll
+      });
+    tasks.add(task);
+    return task;
+  }
+
+  async function claimBatch(): Promise<Promise<void>[]> {
+    await breakers.load();
+    await breakers.refresh();
+    const started: Promise<void>[] = [];
+    const base = { owner: id, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost };
+    for (const host of breakers.trialHosts()) {
+      if (free() <= 0 || !breakers.beginTrial(host)) continue;
+      const [row] = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: 1, excludeHosts: [], onlyHost: host }).catch((e: unknown) => {
+        breakers.cancelTrial(host);
+        throw e;
+      });
+      if (row) started.push(launch(row, true));
+      else breakers.cancelTrial(host);
+    }
+    const rows = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: free(), excludeHosts: breakers.blockedHosts() });
+    for (const row of rows) started.push(launch(row, false));
+    return started;
+  }
+
+  async function loop(): Promise<void> {
+    let errors = 0;
+    while (running) {
+      try {
+        // The loop does not await the attempts: their completion wakes it through `launch`.
+        void (await claimBatch());
+        errors = 0;
+      } catch (error) {
+        errors += 1;
+        log.error({ err: error }, 'claiming webhook deliveries failed');
+      }
+      if (!running) break;
+      // Back off on repeated errors so a broken database never becomes a hot loop.
+      await sleeper.sleep(errors > 0 ? Math.min(MAX_ERROR_BACKOFF_MS, options.pollIntervalMs * 2 ** errors) : options.pollIntervalMs);
+    }
+  }
+
+  return {
+    id,
+    notify() {
+      sleeper.wake();
+    },
+    async runOnce() {
+      const started = await claimBatch();
+      await Promise.all(started);
+      return started.length;
+    },
+    async drain() {
+      for (let round = 0; round < 100_000; round++) {
+        const n = await this.runOnce();
+        if (n === 0 && tasks.size === 0) return;
+        if (n === 0) await Promise.race(tasks);
+      }
+      throw new Error('drain did not finish');
+    },
+    start() {
+      if (running) return;
+      running = true;
+      loopDone = loop();
+    },
+    async stop() {
+      running = false;
+      sleeper.wake();
+      await loopDone;
+      await Promise.allSettled([...tasks]);
+    },
+    inFlight() {
+      return tasks.size;
+    },
+  };
+}

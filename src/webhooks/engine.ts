@@ -1,0 +1,75 @@
+import type { Config } from '../config/config.js';
+import type { SecretBox } from '../crypto/secretBox.js';
+import type { Db } from '../db/database.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { createBreakerRegistry, type BreakerRegistry } from './breakerRegistry.js';
+import { createDispatcher, type Dispatcher } from './dispatcher.js';
+import type { HostLookup } from './guardedConnector.js';
+import { createWebhookHttpClient, type WebhookHttpClient } from './httpClient.js';
+import type { OutboxSignal } from './outbox.js';
+
+export interface WebhookEngineDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  config: Pick<Config, 'production' | 'webhooks' | 'breaker'>;
+  secretBox: SecretBox;
+  /** DNS for the outbound guard; tests inject one to simulate hostile answers. */
+  lookup?: HostLookup;
+}
+
+/** The webhook delivery side, built once by the composition root. */
+export interface WebhookEngine {
+  /** Pass to code that records events; call `notify()` after the transaction commits. */
+  signal: OutboxSignal;
+  dispatcher: Dispatcher;
+  /** `breakers.snapshot()` feeds `circuitBreakers` of /api/health. */
+  breakers: BreakerRegistry;
+  /** The HTTP client (guard, timeout, bounded reads) shared with the test route. */
+  client: WebhookHttpClient;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** True when SPEC §4.7's guard applies: always in production, elsewhere unless private networks are allowed. */
+export function outboundGuardEnabled(config: Pick<Config, 'production' | 'webhooks'>): boolean {
+  return config.production || !config.webhooks.allowPrivateNetworks;
+}
+
+/** Builds the dispatcher, per-host breakers and HTTP client from config. */
+export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
+  const { webhooks, breaker } = deps.config;
+  const client = createWebhookHttpClient({ timeoutMs: webhooks.timeoutMs, guard: outboundGuardEnabled(deps.config), lookup: deps.lookup });
+  const breakers = createBreakerRegistry({ db: deps.db, clock: deps.clock, logger: deps.logger, policy: breaker });
+  const dispatcher = createDispatcher({
+    db: deps.db,
+    clock: deps.clock,
+    logger: deps.logger,
+    secretBox: deps.secretBox,
+    client,
+    breakers,
+    options: {
+      retrySchedule: webhooks.retrySchedule,
+      maxInFlight: webhooks.maxInFlight,
+      maxInFlightPerHost: webhooks.maxInFlightPerHost,
+      leaseMs: webhooks.leaseMs,
+      pollIntervalMs: webhooks.pollIntervalMs,
+    },
+  });
+  return {
+    signal: dispatcher,
+    dispatcher,
+    breakers,
+    client,
+    async start() {
+      await breakers.load();
+      dispatcher.start();
+    },
+    async stop() {
+      await dispatcher.stop();
+      breakers.shutdown();
+      await client.close();
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { buildConnector } from 'undici';
+import { forbiddenAddressReason } from './addressPolicy.js';
+
+/** Resolves a host name to every address it has (injected in tests to simulate DNS). */
+export type HostLookup = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
+
+export const systemLookup: HostLookup = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+
+/** The destination is not a public unicast address (SPEC §4.7). */
+export class BlockedDestinationError extends Error {
+  readonly code = 'blocked_destination';
+  constructor(message: string) {
+    super(message);
+    this.name = 'BlockedDestinationError';
+  }
+}
+
+/**
+ * An undici connector that resolves the host itself, refuses it when any resolved address is not
+ * public, and then connects to that very address. Because the socket is opened to the checked IP
+ * (TLS still verifies the certificate against the original host name via SNI), a DNS answer that
+ * changes between the check and the connect cannot redirect us: there is no rebinding window.
+ */
+export function createGuardedConnector(options: { lookup: HostLookup; connectTimeoutMs: number }): buildConnector.connector {
+  const base = buildConnector({ timeout: options.connectTimeoutMs });
+  return function guardedConnect(opts, callback) {
+    const hostname = opts.hostname.replace(/^\[(.*)\]$/, '$1');
+    const resolve = isIP(hostname) !== 0 ? Promise.resolve([{ address: hostname, family: isIP(hostname) }]) : options.lookup(hostname);
+    resolve.then(
+      (addresses) => {
+        if (addresses.length === 0) return callback(new BlockedDestinationError(`${hostname} did not resolve`), null);
+        for (const { address } of addresses) {
+          const reason = forbiddenAddressReason(address);
+          if (reason !== undefined) {
+            const via = address === hostname ? '' : ` (resolved from ${hostname})`;
+            return callback(new BlockedDestinationError(`destination ${address}${via} is ${reason}`), null);
+          }
+        }
+        const target = addresses[0]!.address;
+        // `host` keeps the original name so undici still sends it as SNI and TLS verifies it.
+        base({ ...opts, hostname: target }, callback);
+      },
+      (error: unknown) => callback(error instanceof Error ? error : new Error(String(error)), null),
+    );
+  };
+}

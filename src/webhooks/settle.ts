@@ -1,0 +1,67 @@
+import type { Db } from '../db/database.js';
+import type { DeliveryRow } from '../db/schema.js';
+import type { AttemptOutcome } from './httpClient.js';
+import { retryDelayAfter } from './schedule.js';
+import { insertAttempt } from './sql/attempts.js';
+import { insertDeliveryDeadLetter } from './sql/deadLetters.js';
+import { markDelivered, markFailed, scheduleRetry } from './sql/settleDeliveries.js';
+
+export type SettleResult = 'delivered' | 'retrying' | 'failed' | 'lease_lost';
+
+export interface SettleInput {
+  delivery: Pick<DeliveryRow, 'id' | 'launch_id' | 'event_id' | 'attempt_count'>;
+  owner: string;
+  launchOwner: string;
+  outcome: AttemptOutcome;
+  startedAt: number;
+  now: number;
+  schedule: readonly number[];
+}
+
+/**
+ * Settles one attempt in one transaction: the delivery's new state (only while we still hold its
+ * lease), the attempt log row, and — after the last failure — the dead letter.
+ */
+export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleResult> {
+  const { delivery, outcome, now } = input;
+  const attempt = delivery.attempt_count;
+  const args = { id: delivery.id, owner: input.owner, now, statusCode: outcome.statusCode, error: outcome.errorMessage };
+  return db.transaction().execute(async (trx) => {
+    let result: SettleResult;
+    if (outcome.ok) {
+      result = (await markDelivered(trx, args)) ? 'delivered' : 'lease_lost';
+    } else {
+      const delay = retryDelayAfter(input.schedule, attempt);
+      if (delay !== undefined) {
+        result = (await scheduleRetry(trx, { ...args, nextAttemptAt: now + delay })) ? 'retrying' : 'lease_lost';
+      } else if (await markFailed(trx, args)) {
+        result = 'failed';
+        await insertDeliveryDeadLetter(trx, {
+          owner: input.launchOwner,
+          launchId: delivery.launch_id,
+          deliveryId: delivery.id,
+          eventId: delivery.event_id,
+          errorCode: 'delivery_failed',
+          errorMessage: `${attempt} attempts failed; last: ${outcome.errorMessage ?? outcome.errorClass ?? 'unknown error'}`,
+          now,
+        });
+      } else {
+        result = 'lease_lost';
+      }
+    }
+    // Another dispatcher reclaimed the lease: it owns the delivery and its log now.
+    if (result === 'lease_lost') return result;
+    await insertAttempt(trx, {
+      delivery_id: delivery.id,
+      attempt,
+      started_at: input.startedAt,
+      duration_ms: outcome.durationMs,
+      status_code: outcome.statusCode,
+      outcome: outcome.ok ? 'success' : 'failure',
+      error_class: outcome.errorClass,
+      error_message: outcome.errorMessage === null ? null : outcome.errorMessage.slice(0, 500),
+      response_body: outcome.responseBody,
+    });
+    return result;
+  });
+}

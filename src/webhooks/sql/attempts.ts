@@ -1,0 +1,17 @@
+import type { Selectable } from 'kysely';
+import type { DbOrTx } from '../../db/database.js';
+import type { DeliveryAttemptsTable } from '../../db/schema.js';
+import { newId } from '../../lib/ids.js';
+
+export type AttemptRow = Selectable<DeliveryAttemptsTable>;
+
+/** Logs one attempt (SPEC §4.5): number, time, status code, duration, error class, truncated body. */
+export async function insertAttempt(db: DbOrTx, row: Omit<AttemptRow, 'id'>): Promise<void> {
+  await db.insertInto('delivery_attempts').values({ id: newId('att'), ...row }).execute();
+}
+
+/** Every attempt of the given deliveries, in attempt order. */
+export async function listAttempts(db: DbOrTx, deliveryIds: string[]): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  return db.selectFrom('delivery_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('attempt').orderBy('started_at').execute();
+}

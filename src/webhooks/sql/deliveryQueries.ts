@@ -1,0 +1,86 @@
+import type { DbOrTx } from '../../db/database.js';
+
+/** What an attempt needs beyond the delivery row: the stored body, the event and the sealed secret. */
+export interface DeliveryContext {
+  deliveryId: string;
+  launchId: string;
+  owner: string;
+  eventId: string;
+  event: string;
+  body: string;
+  requestId: string | null;
+  secretSealed: string;
+}
+
+/** Loads the event body and the launch's sealed secret for one delivery. */
+export async function loadDeliveryContext(db: DbOrTx, deliveryId: string): Promise<DeliveryContext | undefined> {
+  const row = await db
+    .selectFrom('deliveries as d')
+    .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
+    .innerJoin('launches as l', 'l.id', 'd.launch_id')
+    .select(['d.id', 'd.launch_id', 'l.owner', 'e.id as event_id', 'e.event', 'e.body', 'e.request_id', 'l.webhook_secret_enc'])
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    deliveryId: row.id,
+    launchId: row.launch_id,
+    owner: row.owner,
+    eventId: row.event_id,
+    event: row.event,
+    body: row.body,
+    requestId: row.request_id,
+    secretSealed: row.webhook_secret_enc,
+  };
+}
+
+const deliveryColumns = [
+  'd.id',
+  'd.event_id',
+  'd.launch_id',
+  'd.url',
+  'd.host',
+  'd.status',
+  'd.attempt_count',
+  'd.next_attempt_at',
+  'd.last_error',
+  'd.last_status_code',
+  'd.created_at',
+  'd.updated_at',
+  'd.completed_at',
+  'e.event',
+  'e.sequence',
+  'l.owner',
+] as const;
+
+/** A delivery with its event kind, sequence and the launch owner. */
+export async function getDelivery(db: DbOrTx, deliveryId: string) {
+  return db
+    .selectFrom('deliveries as d')
+    .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
+    .innerJoin('launches as l', 'l.id', 'd.launch_id')
+    .select(deliveryColumns)
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+}
+
+export type DeliveryView = NonNullable<Awaited<ReturnType<typeof getDelivery>>>;
+
+/** Every delivery of a launch, oldest first (by event sequence, then creation). */
+export async function listLaunchDeliveries(db: DbOrTx, launchId: string): Promise<DeliveryView[]> {
+  return db
+    .selectFrom('deliveries as d')
+    .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
+    .innerJoin('launches as l', 'l.id', 'd.launch_id')
+    .select(deliveryColumns)
+    .where('d.launch_id', '=', launchId)
+    .orderBy('e.sequence')
+    .orderBy('d.created_at')
+    .execute();
+}
+
+/** The launch's owner and current webhook URL, or undefined when there is no such launch. */
+export async function getLaunchTarget(db: DbOrTx, launchId: string): Promise<{ owner: string; webhookUrl: string } | undefined> {
+  const row = await db.selectFrom('launches').select(['owner', 'webhook_url']).where('id', '=', launchId).executeTakeFirst();
+  return row ? { owner: row.owner, webhookUrl: row.webhook_url } : undefined;
+}
