@@ -44,7 +44,8 @@ export function deriveVestingSchedule(amount: bigint, startTime: bigint, request
   return {
     vestingStartTime: startTime,
     cliffTime: startTime + BigInt(cliffSeconds),
-    frequency: BigInt(periodSeconds),
+    // Builds before April 2025 reject frequency 0 even without periods; 1 s is harmless then.
+    frequency: BigInt(periods === 0 ? Math.max(1, periodSeconds) : periodSeconds),
     cliffUnlockAmount: amount - amountPerPeriod * numberOfPeriod,
     amountPerPeriod,
     numberOfPeriod,
