@@ -1,0 +1,60 @@
+import CircuitBreaker from 'opossum';
+import { NonRetriableError, TransientError } from '../../lib/retry.js';
+import { classifyRpcError } from '../errors.js';
+
+/** Breaker tuning; the defaults suit a public RPC endpoint. */
+export interface RpcBreakerOptions {
+  /** Percent of failed calls in the rolling window that opens the breaker. */
+  errorThresholdPercentage?: number;
+  /** Calls in the window before the breaker may open at all. */
+  volumeThreshold?: number;
+  resetTimeoutMs?: number;
+  rollingWindowMs?: number;
+}
+
+/** Runs RPC calls behind one opossum breaker; every failure leaves classified. */
+export interface RpcBreaker {
+  call<T>(fn: () => Promise<T>): Promise<T>;
+  state(): { state: 'closed' | 'open' | 'half-open'; failures: number };
+  shutdown(): void;
+}
+
+/**
+ * The RPC backend's circuit breaker. Transport failures (429, 5xx, timeouts, refused connections)
+ * count; transaction outcomes (program errors, expired blockhashes) do not, since they say nothing
+ * about the endpoint's health. While open, calls fail fast with `TransientError('breaker_open')`.
+ */
+export function createRpcBreaker(options: RpcBreakerOptions = {}): RpcBreaker {
+  const breaker = new CircuitBreaker(async (fn: () => Promise<unknown>) => {
+    try {
+      return await fn();
+    } catch (error) {
+      throw classifyRpcError(error);
+    }
+  }, {
+    timeout: false,
+    errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
+    volumeThreshold: options.volumeThreshold ?? 10,
+    resetTimeout: options.resetTimeoutMs ?? 30_000,
+    rollingCountTimeout: options.rollingWindowMs ?? 10_000,
+    errorFilter: (error: unknown) =>
+      error instanceof NonRetriableError || (error instanceof TransientError && error.code === 'blockhash_expired'),
+  });
+  return {
+    async call<T>(fn: () => Promise<T>): Promise<T> {
+      try {
+        return (await breaker.fire(fn)) as T;
+      } catch (error) {
+        if ((error as { code?: string }).code === 'EOPENBREAKER') {
+          throw new TransientError('RPC circuit breaker is open', 'breaker_open', { cause: error });
+        }
+        throw classifyRpcError(error);
+      }
+    },
+    state() {
+      const state = breaker.opened ? 'open' : breaker.halfOpen ? 'half-open' : 'closed';
+      return { state, failures: breaker.stats.failures };
+    },
+    shutdown: () => breaker.shutdown(),
+  };
+}

@@ -1,0 +1,153 @@
+import { writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
+import { TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
+import type { OpenedDatabase } from '../../src/db/database.js';
+import { manualClock, systemClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { NonRetriableError, TransientError } from '../../src/lib/retry.js';
+import type { ChainBackend } from '../../src/chain/backend.js';
+import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
+import { createRpcBackend, type RpcBackendOptions } from '../../src/chain/rpc/backend.js';
+import { loadKeypairFile } from '../../src/chain/rpc/payerFile.js';
+import { readTokenMetadata } from '../../src/chain/steps/tokenMetadata.js';
+import type { StepName } from '../../src/chain/steps/types.js';
+import { StepHarness, samplePlan, tempDatabase } from './support/fixtures.js';
+import { ataBalance, readMintBack } from './support/readBack.js';
+import { startRpcDouble, type RpcDouble } from './support/rpcDouble.js';
+
+describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
+  let tmp: Awaited<ReturnType<typeof tempDatabase>>;
+  let opened: OpenedDatabase;
+  let node: EmbeddedBackend;
+  let double: RpcDouble;
+  let rpc: ChainBackend;
+  let payerPath: string;
+  const nodeClock = manualClock(Date.UTC(2026, 10, 22, 12));
+
+  const connect = (overrides: Partial<RpcBackendOptions> = {}) =>
+    createRpcBackend({
+      rpcUrl: double.url,
+      payer: loadKeypairFile(payerPath),
+      fees: { priorityFeeMicroLamports: 1000, computeUnitLimit: 300_000 },
+      clock: systemClock,
+      logger: silentLogger(),
+      requestTimeoutMs: 300,
+      pollIntervalMs: 10,
+      ...overrides,
+    });
+
+  /** Runs a step the way the runner does: transient failures are retried, up to `attempts`. */
+  async function runWithRetries(harness: StepHarness, step: StepName, attempts = 3) {
+    const errors: unknown[] = [];
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      try {
+        return { outcome: await harness.run(step), errors };
+      } catch (error) {
+        errors.push(error);
+        if (!(error instanceof TransientError)) throw error;
+      }
+    }
+    throw errors.at(-1);
+  }
+
+  beforeEach(async () => {
+    tmp = await tempDatabase();
+    opened = await tmp.open();
+    node = await createEmbeddedBackend({ db: opened.db, secretKey: Buffer.alloc(32, 3), clock: nodeClock, logger: silentLogger() });
+    double = await startRpcDouble(node);
+    const payer = Keypair.generate();
+    payerPath = join(dirname(tmp.path), 'payer.json');
+    writeFileSync(payerPath, JSON.stringify([...payer.secretKey]));
+    await node.airdrop(payer.publicKey, 50n * BigInt(LAMPORTS_PER_SOL));
+    rpc = connect();
+  });
+  afterEach(async () => {
+    await rpc.close();
+    await double.close();
+    await node.close();
+    await opened.close();
+    tmp.cleanup();
+  });
+
+  it('runs a token-2022 create_mint → create_metadata → distribute_supply and reads the result back', async () => {
+    const plan = samplePlan({ revokeMintAuthority: true });
+    const harness = new StepHarness(rpc, plan);
+    const { result } = await harness.run('create_mint');
+    await harness.run('create_metadata');
+    const distributed = await harness.run('distribute_supply');
+    const mint = result.mint as string;
+    const back = await readMintBack(rpc, mint);
+    expect(back.owner.equals(TOKEN_2022_PROGRAM_ID)).toBe(true);
+    expect(back.mint.supply).toBe(plan.totalSupply * 10n ** 9n);
+    expect(back.mint.mintAuthority).toBeNull();
+    expect(readTokenMetadata(back.mint)).toMatchObject({ name: plan.name, symbol: plan.ticker, uri: plan.uri });
+    const allocations = distributed.result.allocations as Array<{ owner: string; amount: string; kind: string }>;
+    const creatorShare = allocations.find((a) => a.kind === 'creator')?.amount;
+    expect(await ataBalance(rpc, mint, plan.creator, TOKEN_2022_PROGRAM_ID)).toBe(BigInt(creatorShare ?? -1));
+    expect(double.requests).toContain('sendTransaction');
+    expect((await rpc.probe()).payerBalance).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ['429', 'rpc_rate_limited'],
+    ['503', 'rpc_unavailable'],
+    ['hang', 'rpc_timeout'],
+    ['lost_response', 'rpc_timeout'],
+    ['blockhash_not_found', 'blockhash_expired'],
+  ] as const)('turns an injected %s on sendTransaction into a TransientError (%s) and succeeds when retried', async (fault, code) => {
+    const plan = samplePlan();
+    const harness = new StepHarness(rpc, plan);
+    double.inject(fault, 1, 'sendTransaction');
+    const { outcome, errors } = await runWithRetries(harness, 'create_mint');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toBeInstanceOf(TransientError);
+    expect(errors[0]).toMatchObject({ code });
+    // The retry re-sent the recorded bytes: one signature, one mint.
+    expect(outcome.transactions[0]?.signature).toBe(harness.pending.create_mint?.create_mint?.signature);
+    double.inject(fault, 1);
+    await runWithRetries(harness, 'distribute_supply');
+    const back = await readMintBack(rpc, outcome.result.mint as string);
+    expect(back.mint.supply).toBe(plan.totalSupply * 10n ** 9n);
+  });
+
+  it('re-signs after the recorded blockhash really expired on the cluster', async () => {
+    const harness = new StepHarness(rpc, samplePlan());
+    harness.crashAfterRecord = new Error('simulated crash');
+    await expect(harness.run('create_mint')).rejects.toThrow('simulated crash');
+    const old = harness.pending.create_mint?.create_mint;
+    nodeClock.advance(3 * 60_000);
+    const { outcome } = await runWithRetries(harness, 'create_mint');
+    expect(outcome.transactions[0]?.signature).not.toBe(old?.signature);
+    expect(await rpc.getSignatureStatus(old?.signature ?? '')).toBeNull();
+  });
+
+  it('fails with insufficient_balance before sending when the payer is empty', async () => {
+    const emptyPath = join(dirname(tmp.path), 'empty.json');
+    writeFileSync(emptyPath, JSON.stringify([...Keypair.generate().secretKey]));
+    const poor = connect({ payer: loadKeypairFile(emptyPath) });
+    try {
+      const error = await new StepHarness(poor, samplePlan()).run('create_mint').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(NonRetriableError);
+      expect(error).toMatchObject({ code: 'insufficient_balance' });
+      expect(double.requests).not.toContain('sendTransaction');
+    } finally {
+      await poor.close();
+    }
+  });
+
+  it('opens its breaker after repeated server errors and then fails fast with breaker_open', async () => {
+    const fragile = connect({ breaker: { volumeThreshold: 3, errorThresholdPercentage: 50, resetTimeoutMs: 60_000 } });
+    try {
+      double.inject('503', 5);
+      const codes: string[] = [];
+      for (let i = 0; i < 5; i++) codes.push(await fragile.getBlockHeight().then(() => 'ok', (e: TransientError) => e.code));
+      expect(codes.slice(0, 3)).toEqual(['rpc_unavailable', 'rpc_unavailable', 'rpc_unavailable']);
+      expect(codes.at(-1)).toBe('breaker_open');
+      expect(fragile.breakerState?.().state).toBe('open');
+    } finally {
+      await fragile.close();
+    }
+  });
+});
