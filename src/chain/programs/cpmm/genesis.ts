@@ -70,3 +70,11 @@ export function cpmmGenesisAccounts(
     { address: deployment.createPoolFeeReceiver, owner: TOKEN_PROGRAM_ID, lamports: receiverRent, data: receiverData, executable: false },
   ];
 }
+
+/**
+ * The embedded backend's genesis hook for CPMM (`EmbeddedBackendOptions.genesisHooks`): applied at
+ * start when the program is loaded; existing accounts are left alone.
+ */
+export function cpmmGenesisHook(programId: PublicKey, deployment?: CpmmDeployment): { programId: PublicKey; accounts(): GenesisAccount[] } {
+  return { programId, accounts: () => cpmmGenesisAccounts(programId, deployment ? { deployment } : {}) };
+}
