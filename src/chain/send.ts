@@ -1,7 +1,7 @@
-import { Transaction, type Keypair, type TransactionInstruction } from '@solana/web3.js';
+import type { Keypair, Transaction, TransactionInstruction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { NonRetriableError } from '../lib/retry.js';
-import type { Commitment } from './backend.js';
+import type { BlockhashInfo, Commitment } from './backend.js';
 import type { PendingTx, StepContext } from './steps/types.js';
 import { buildSignedTransaction, estimateFee } from './transaction.js';
 
@@ -75,8 +75,7 @@ export async function sendIdempotent(ctx: StepContext, spec: IdempotentSend): Pr
   }
 
   const blockhash = await chain.getLatestBlockhash();
-  const tx = buildSignedTransaction(chain, spec.instructions(), spec.signers, blockhash);
-  const pending = toPending(tx, blockhash.lastValidBlockHeight);
+  const pending = signForSend(ctx, spec, blockhash);
   await ctx.recordPending(spec.label, pending);
   ctx.pending[spec.label] = pending;
   await chain.sendRawTransaction(Buffer.from(pending.serialized, 'base64'));
@@ -85,12 +84,16 @@ export async function sendIdempotent(ctx: StepContext, spec: IdempotentSend): Pr
   return { type: spec.type, signature: pending.signature, via: 'sent' };
 }
 
-function toPending(tx: Transaction, lastValidBlockHeight: number): PendingTx {
-  if (!tx.signature || !tx.recentBlockhash) throw new Error('transaction is not signed');
-  return {
-    signature: bs58.encode(tx.signature),
-    blockhash: tx.recentBlockhash,
-    lastValidBlockHeight,
-    serialized: tx.serialize().toString('base64'),
-  };
+function signForSend(ctx: StepContext, spec: IdempotentSend, blockhash: BlockhashInfo): PendingTx {
+  let tx: Transaction;
+  let serialized: string;
+  try {
+    tx = buildSignedTransaction(ctx.chain, spec.instructions(), spec.signers, blockhash);
+    serialized = tx.serialize().toString('base64');
+  } catch (error) {
+    // e.g. a name or uri so long the transaction exceeds 1232 bytes: no retry makes it fit.
+    throw new NonRetriableError('invalid_configuration', `${spec.type} transaction cannot be built: ${(error as Error).message}`, { cause: error });
+  }
+  if (!tx.signature) throw new Error('transaction is not signed');
+  return { signature: bs58.encode(tx.signature), blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight, serialized };
 }

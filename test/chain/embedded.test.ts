@@ -3,7 +3,8 @@ import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import type { OpenedDatabase } from '../../src/db/database.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { NonRetriableError } from '../../src/lib/retry.js';
+import { sql } from 'kysely';
+import { NonRetriableError, TransientError } from '../../src/lib/retry.js';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
 import { readTokenMetadata } from '../../src/chain/steps/tokenMetadata.js';
 import { requiredPrograms } from '../../src/chain/steps/index.js';
@@ -95,6 +96,22 @@ describe('embedded chain token steps', () => {
     expect(await ataBalance(chain, mint, plan.creator, TOKEN_2022_PROGRAM_ID)).toBe(back.mint.supply - payerHeld);
   });
 
+  it('rolls a transaction back when it cannot be persisted, so memory never runs ahead of the database', async () => {
+    const harness = new StepHarness(chain, samplePlan());
+    const mintKey = harness.context('create_mint').keys.mint.publicKey;
+    // The database refuses writes, as a full disk would.
+    await sql`create trigger refuse_writes before insert on chain_accounts begin select raise(abort, 'disk full'); end`.execute(opened.db);
+    const error = await harness.run('create_mint').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ code: 'chain_persist_failed' });
+    expect(await chain.getAccountInfo(mintKey)).toBeNull();
+
+    await sql`drop trigger refuse_writes`.execute(opened.db);
+    const { result } = await harness.run('create_mint');
+    expect(result.mint).toBe(mintKey.toBase58());
+    expect(await chain.getSignatureStatus(harness.pending.create_mint?.create_mint?.signature ?? '')).toEqual({ status: 'finalized', err: null });
+  });
+
   it('creates a legacy SPL mint and refuses Metaplex metadata when the program is absent', async () => {
     const plan = samplePlan({ tokenStandard: 'spl-token', allocations: { creator: 100, vesting: 0, treasury: 0, pool: 0 } });
     expect(requiredPrograms(plan).map((p) => p.programId)).toEqual(['metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s']);
@@ -105,6 +122,14 @@ describe('embedded chain token steps', () => {
     await expect(harness.run('create_metadata')).rejects.toMatchObject({ code: 'chain_capability_missing' });
     await harness.run('distribute_supply');
     expect(await ataBalance(chain, result.mint as string, plan.creator, TOKEN_PROGRAM_ID)).toBe(plan.totalSupply * 10n ** 9n);
+  });
+
+  it('refuses a transaction too large to send as invalid_configuration, recording nothing', async () => {
+    const harness = new StepHarness(chain, samplePlan({ uri: `https://example.com/${'x'.repeat(1200)}` }));
+    const error = await harness.run('create_mint').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NonRetriableError);
+    expect(error).toMatchObject({ code: 'invalid_configuration' });
+    expect(harness.pending.create_mint).toEqual({});
   });
 
   it('fails with insufficient_balance before sending anything when the payer cannot pay', async () => {

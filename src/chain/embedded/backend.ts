@@ -8,7 +8,7 @@ import type { ChainBackend, Commitment, SignatureStatus } from '../backend.js';
 import { classifyTransactionFailure } from '../errors.js';
 import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
 import { findProgramFiles, type GenesisHook } from './programs.js';
-import { createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, syncClock } from './svm.js';
+import { createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, syncClock } from './svm.js';
 import { findSignature, loadAccounts, saveProcessed, type ProcessedWrite } from './store.js';
 import { BLOCKHASH_VALIDITY_BLOCKS, createTimeline } from './timeline.js';
 
@@ -129,15 +129,22 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
         }
         const time = timeline.now();
         syncClock(svm, time);
+        const before = tx.writable.map((a) => readStored(svm, a));
         const outcome = execute(svm, bytes);
+        const failure = outcome.ok ? undefined : classifyTransactionFailure(outcome.text);
+        if (outcome.ok || outcome.executed) {
+          const err = outcome.ok ? null : (/err: (.*?), meta:/.exec(outcome.text)?.[1] ?? 'failed');
+          try {
+            await persist(tx.writable, { signature: tx.signature, slot: time.slot, err });
+          } catch (error) {
+            // Not durable means not landed: undo it in memory so the chain matches the database.
+            tx.writable.forEach((a, i) => rollback(svm, a, before[i] ?? null));
+            throw new TransientError(`embedded chain could not persist ${tx.signature}`, 'chain_persist_failed', { cause: error });
+          }
+        }
         if (outcome.ok) {
-          await persist(tx.writable, { signature: tx.signature, slot: time.slot, err: null });
           await topUp();
           return tx.signature;
-        }
-        const failure = classifyTransactionFailure(outcome.text);
-        if (outcome.executed) {
-          await persist(tx.writable, { signature: tx.signature, slot: time.slot, err: outcome.text.split('\n')[0] ?? 'failed' });
         }
         if (failure === undefined) return tx.signature;
         throw failure;

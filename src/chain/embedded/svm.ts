@@ -18,9 +18,13 @@ export type Execution =
   | { ok: true }
   | { ok: false; executed: boolean; text: string };
 
-/** A LiteSVM with the standard programs; blockhash expiry is checked by the timeline instead. */
+/**
+ * A LiteSVM with the standard programs. Blockhash expiry is checked by the timeline, and duplicate
+ * detection by the persisted signature table (LiteSVM's in-memory history would remember a
+ * transaction whose persistence failed and was rolled back, and would not survive a restart).
+ */
 export function createSvm(): LiteSVM {
-  return new LiteSVM().withBlockhashCheck(false);
+  return new LiteSVM().withBlockhashCheck(false).withTransactionHistory(0n);
 }
 
 /** Reads signature, blockhash and writable accounts from web3.js-serialized bytes. */
@@ -66,6 +70,11 @@ export function restore(svm: LiteSVM, acc: StoredAccount): void {
     data: acc.data,
     space: BigInt(acc.data.length),
   });
+}
+
+/** Puts an account back as it was before a transaction; `null` (did not exist) empties it. */
+export function rollback(svm: LiteSVM, addr: string, before: StoredAccount | null): void {
+  restore(svm, before ?? { address: addr, lamports: 0n, owner: '11111111111111111111111111111111', executable: false, data: new Uint8Array(0) });
 }
 
 /** The account in web3.js form. */
