@@ -28,7 +28,8 @@ export interface WebhookEngine {
   breakers: BreakerRegistry;
   /** The HTTP client (guard, timeout, bounded reads) shared with the test route. */
   client: WebhookHttpClient;
-  start(): Promise<void>;
+  /** Starts the dispatcher loop; breakers are restored from the database before its first claim. */
+  start(): void;
   stop(): Promise<void>;
 }
 
@@ -62,8 +63,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
     dispatcher,
     breakers,
     client,
-    async start() {
-      await breakers.load();
+    start() {
       dispatcher.start();
     },
     async stop() {
