@@ -6,8 +6,8 @@ import { OBSERVATION_STATE_SIZE, POOL_STATE_SIZE } from './cpmm/poolState.js';
 /** Account sizes of the governance accounts the DAO step creates (program version 3, no council). */
 export const GOVERNANCE_SIZES = {
   /** RealmV2 without council: fixed part plus the name's UTF-8 bytes. */
-  realm: (name: string) => 236 + Buffer.byteLength(name, 'utf8'),
-  realmConfig: 159,
+  realm: (name: string) => 264 + Buffer.byteLength(name, 'utf8'),
+  realmConfig: 293,
   governance: 236,
   /** The native treasury is a plain system account. */
   nativeTreasury: 0,

@@ -15,7 +15,25 @@ export interface EmbeddedLaunch {
   clock: ReturnType<typeof manualClock>;
   /** Runs one of our executors with the harness' context and merges its result like the runner. */
   run(step: StepName, executor: StepExecutor): Promise<StepOutcome>;
+  /** A second launch on the same chain, its supply minted. */
+  another(plan: LaunchPlan): Promise<Omit<EmbeddedLaunch, 'another' | 'close'>>;
   close(): Promise<void>;
+}
+
+async function mintSupply(chain: EmbeddedBackend, plan: LaunchPlan, clock: ReturnType<typeof manualClock>) {
+  const harness = new StepHarness(chain, plan);
+  await harness.run('create_mint');
+  await harness.run('distribute_supply');
+  return {
+    chain,
+    harness,
+    clock,
+    async run(step: StepName, executor: StepExecutor) {
+      const outcome = await executor(harness.context(step));
+      Object.assign(harness.results, outcome.result);
+      return outcome;
+    },
+  };
 }
 
 /** An `spl-token` plan with every optional section, for a fresh creator and beneficiary. */
@@ -43,18 +61,10 @@ export async function startLaunch(plan: LaunchPlan): Promise<EmbeddedLaunch> {
     programsDir,
     genesisHooks: [cpmmGenesisHook(CPMM_MAINNET_PROGRAM_ID)],
   });
-  const harness = new StepHarness(chain, plan);
-  await harness.run('create_mint');
-  await harness.run('distribute_supply');
+  const first = await mintSupply(chain, plan, clock);
   return {
-    chain,
-    harness,
-    clock,
-    async run(step, executor) {
-      const outcome = await executor(harness.context(step));
-      Object.assign(harness.results, outcome.result);
-      return outcome;
-    },
+    ...first,
+    another: (other) => mintSupply(chain, other, clock),
     async close() {
       await chain.close();
       await opened.close();
