@@ -1,0 +1,87 @@
+import { existsSync, readFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createApiKey } from '../../src/auth/apiKeys.js';
+import { createApp } from '../../src/http/app.js';
+import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
+import { manualClock } from '../../src/lib/clock.js';
+import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
+import { captureLogger, commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type TestDb } from './helpers.js';
+
+const SECRET = 'whsec_Sup3rS3cret_do_not_leak_8f2a';
+const TEST_SECRET = 'whsec_test_route_secret_4c1d';
+
+describe('webhook secrets', () => {
+  let tdb: TestDb;
+  let receiver: Receiver;
+  let service: WebhookService;
+  const clock = manualClock(Date.UTC(2026, 5, 1, 12, 0, 0));
+  const box = newSecretBox();
+  const captured = captureLogger();
+
+  beforeEach(async () => {
+    tdb = await createTestDb();
+    receiver = await startReceiver(clock);
+    service = createWebhookService({ db: tdb.db, clock, logger: captured.logger, config: testConfig(), secretBox: box, retryLaunch: async () => undefined });
+  });
+  afterEach(async () => {
+    await service.stop();
+    await receiver.close();
+    await tdb.close();
+  });
+
+  it('never appear in clear in the database, the logs or API responses', async () => {
+    const launchId = await insertLaunch(tdb.db, clock, { url: receiver.url, secret: SECRET, box });
+    await commitEvents(tdb.db, clock, launchId, 3);
+    let n = 0;
+    receiver.respond = () => (n++ === 0 ? { status: 500, body: 'first one fails' } : { status: 200 });
+    await service.engine.dispatcher.drain();
+    clock.advance(30_000);
+    await service.engine.dispatcher.drain();
+    expect(receiver.requests).toHaveLength(4);
+
+    const app = createApp({ db: tdb.db, logger: captured.logger, limiter: new RateLimiter(1000, clock), bodyLimitBytes: 65_536, routes: service.routes });
+    const { key } = await createApiKey(tdb.db, { owner: 'acme', scopes: ['launches:read', 'launches:write'], now: clock.now() });
+    const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const responses: string[] = [];
+    for (const [method, path, body] of [
+      ['POST', '/api/webhooks/test', { webhookUrl: receiver.url, event: 'launch.queued', webhookSecret: TEST_SECRET }],
+      ['GET', `/api/launches/${launchId}/deliveries`, undefined],
+    ] as const) {
+      const res = await app.request(path, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+      expect(res.status).toBe(200);
+      responses.push(await res.text());
+    }
+    for (const text of responses) {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain(TEST_SECRET);
+    }
+
+    // Every text value of every table, read with a separate connection.
+    const raw = new Database(tdb.path, { readonly: true });
+    const tables = raw.prepare("select name from sqlite_master where type = 'table'").all() as Array<{ name: string }>;
+    let scanned = 0;
+    for (const { name } of tables) {
+      for (const row of raw.prepare(`select * from "${name}"`).all() as Array<Record<string, unknown>>) {
+        for (const value of Object.values(row)) {
+          if (typeof value === 'string') {
+            scanned += 1;
+            expect(value).not.toContain(SECRET);
+            expect(value).not.toContain(TEST_SECRET);
+          }
+        }
+      }
+    }
+    raw.close();
+    expect(scanned).toBeGreaterThan(20);
+    // And the raw bytes of the file and its write-ahead log.
+    for (const file of [tdb.path, `${tdb.path}-wal`].filter(existsSync)) expect(readFileSync(file).includes(SECRET)).toBe(false);
+
+    const logs = captured.lines.join('');
+    expect(logs).not.toContain(SECRET);
+    expect(logs).not.toContain(TEST_SECRET);
+    const attemptLogs = captured.lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.component === 'webhook-dispatcher' && l.deliveryId);
+    expect(attemptLogs).toHaveLength(4);
+    expect(attemptLogs.every((l) => l.launchId === launchId && typeof l.attempt === 'number')).toBe(true);
+  });
+});
