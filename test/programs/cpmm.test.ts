@@ -139,8 +139,10 @@ describe('CPMM LP amount', () => {
 });
 
 describe('CPMM genesis accounts', () => {
-  it('creates the index-0 AmmConfig at its PDA and a wrapped-SOL fee receiver at the compiled-in address', () => {
-    const [config, receiver] = cpmmGenesisAccounts(pid);
+  it('creates the wrapped-SOL mint, the index-0 AmmConfig at its PDA and a wrapped-SOL fee receiver at the compiled-in address', () => {
+    const [nativeMint, config, receiver] = cpmmGenesisAccounts(pid);
+    expect(nativeMint?.address.equals(NATIVE_MINT)).toBe(true);
+    expect(nativeMint?.owner.equals(TOKEN_PROGRAM_ID)).toBe(true);
     expect(config?.address.equals(ammConfigAddress(pid, 0)[0])).toBe(true);
     expect(config?.owner.equals(pid)).toBe(true);
     expect(config?.data.length).toBe(AMM_CONFIG_SIZE);
@@ -161,7 +163,7 @@ describe('CPMM genesis accounts', () => {
   });
 
   it('follows the program id to the devnet fee receiver', () => {
-    const [config, receiver] = cpmmGenesisAccounts(CPMM_DEVNET_PROGRAM_ID);
+    const [, config, receiver] = cpmmGenesisAccounts(CPMM_DEVNET_PROGRAM_ID);
     expect(config?.owner.equals(CPMM_DEVNET_PROGRAM_ID)).toBe(true);
     expect(receiver?.address.toBase58()).toBe('3oE58BKVt8KuYkGxx8zBojugnymWmBiyafWgMrnb6eYy');
   });

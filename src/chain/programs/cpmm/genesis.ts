@@ -1,5 +1,5 @@
 import { PublicKey } from '@solana/web3.js';
-import { ACCOUNT_SIZE, AccountLayout, AccountState, NATIVE_MINT, TOKEN_PROGRAM_ID } from '@solana/spl-token';
+import { ACCOUNT_SIZE, AccountLayout, AccountState, MINT_SIZE, MintLayout, NATIVE_MINT, TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { cpmmDeployment, type CpmmDeployment } from '../programIds.js';
 import { rentExemptLamports } from '../rent.js';
 import { AMM_CONFIG_SIZE, encodeAmmConfig } from './ammConfig.js';
@@ -27,8 +27,9 @@ export const DEFAULT_AMM_CONFIG_FEES = {
  * The accounts a local chain needs before CPMM can create a pool, as a cluster already has them:
  * the AmmConfig at its PDA (index from the deployment, default 0) owned by the program, and the
  * compiled-in pool-fee receiver as an initialized wrapped-SOL token account (the program pays the
- * fee into it with a system transfer + `sync_native`). Pass a different `programId` for devnet
- * builds; the receiver follows from it.
+ * fee into it with a system transfer + `sync_native`). Pools are quoted in SOL, so the wrapped-SOL
+ * mint is included too (clusters have it; an embedded chain may not — the backend skips accounts
+ * that exist). Pass a different `programId` for devnet builds; the receiver follows from it.
  */
 export function cpmmGenesisAccounts(
   programId: PublicKey,
@@ -65,7 +66,13 @@ export function cpmmGenesisAccounts(
     },
     receiverData,
   );
+  const nativeMint = Buffer.alloc(MINT_SIZE);
+  MintLayout.encode(
+    { mintAuthorityOption: 0, mintAuthority: PublicKey.default, supply: 0n, decimals: 9, isInitialized: true, freezeAuthorityOption: 0, freezeAuthority: PublicKey.default },
+    nativeMint,
+  );
   return [
+    { address: NATIVE_MINT, owner: TOKEN_PROGRAM_ID, lamports: rentExemptLamports(MINT_SIZE), data: nativeMint, executable: false },
     { address: configAddress, owner: programId, lamports: rentExemptLamports(AMM_CONFIG_SIZE), data: configData, executable: false },
     { address: deployment.createPoolFeeReceiver, owner: TOKEN_PROGRAM_ID, lamports: receiverRent, data: receiverData, executable: false },
   ];
