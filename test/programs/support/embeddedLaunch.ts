@@ -20,9 +20,10 @@ export interface EmbeddedLaunch {
   close(): Promise<void>;
 }
 
-async function mintSupply(chain: EmbeddedBackend, plan: LaunchPlan, clock: ReturnType<typeof manualClock>) {
+async function mintSupply(chain: EmbeddedBackend, plan: LaunchPlan, clock: ReturnType<typeof manualClock>, withMetadata = false) {
   const harness = new StepHarness(chain, plan);
   await harness.run('create_mint');
+  if (withMetadata) await harness.run('create_metadata');
   await harness.run('distribute_supply');
   return {
     chain,
@@ -48,8 +49,8 @@ export function fullPlan(overrides: Partial<LaunchPlan> = {}): LaunchPlan {
   });
 }
 
-/** Starts the chain and mints the plan's supply (create_mint, distribute_supply) into the payer. */
-export async function startLaunch(plan: LaunchPlan): Promise<EmbeddedLaunch> {
+/** Starts the chain and mints the plan's supply (create_mint, distribute_supply) into the payer; `fundLamports` replaces automatic funding. */
+export async function startLaunch(plan: LaunchPlan, options: { fundLamports?: bigint; withMetadata?: boolean } = {}): Promise<EmbeddedLaunch> {
   const tmp = await tempDatabase();
   const opened = await tmp.open();
   const clock = manualClock(Date.UTC(2026, 10, 22, 12));
@@ -60,8 +61,11 @@ export async function startLaunch(plan: LaunchPlan): Promise<EmbeddedLaunch> {
     logger: silentLogger(),
     programsDir,
     genesisHooks: [cpmmGenesisHook(CPMM_MAINNET_PROGRAM_ID)],
+    // A fixed budget instead of automatic top-ups, for balance tests.
+    ...(options.fundLamports !== undefined ? { funding: false as const } : {}),
   });
-  const first = await mintSupply(chain, plan, clock);
+  if (options.fundLamports !== undefined) await chain.airdrop(chain.payer.publicKey, options.fundLamports);
+  const first = await mintSupply(chain, plan, clock, options.withMetadata);
   return {
     ...first,
     another: (other) => mintSupply(chain, other, clock),
