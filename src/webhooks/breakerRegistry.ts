@@ -155,10 +155,17 @@ export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logg
       return outcome;
     },
     snapshot() {
-      return Object.fromEntries([...states].map(([host, s]) => [host, { state: s.state, failures: s.failures }]));
+      // Shown as of now: an open breaker whose time is up reads half-open even before the next tick.
+      const now = deps.clock.now();
+      return Object.fromEntries(
+        [...states].map(([host, s]) => {
+          const shown = advanceBreaker(s, now, deps.policy);
+          return [host, { state: shown.state, failures: shown.failures }];
+        }),
+      );
     },
     stateOf(host) {
-      const s = get(host);
+      const s = advanceBreaker(get(host), deps.clock.now(), deps.policy);
       return { state: s.state, failures: s.failures };
     },
     shutdown() {

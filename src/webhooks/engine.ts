@@ -54,7 +54,8 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       retrySchedule: webhooks.retrySchedule,
       maxInFlight: webhooks.maxInFlight,
       maxInFlightPerHost: webhooks.maxInFlightPerHost,
-      leaseMs: webhooks.leaseMs,
+      // A lease shorter than an attempt could expire mid-flight and cause a duplicate send.
+      leaseMs: Math.max(webhooks.leaseMs, webhooks.timeoutMs + 5_000),
       pollIntervalMs: webhooks.pollIntervalMs,
     },
   });

@@ -23,7 +23,13 @@ export class BlockedDestinationError extends Error {
  * (TLS still verifies the certificate against the original host name via SNI), a DNS answer that
  * changes between the check and the connect cannot redirect us: there is no rebinding window.
  */
-export function createGuardedConnector(options: { lookup: HostLookup; connectTimeoutMs: number }): buildConnector.connector {
+export function createGuardedConnector(options: {
+  lookup: HostLookup;
+  connectTimeoutMs: number;
+  /** Why an address is refused; tests may swap it to reach a local receiver through this connector. */
+  policy?: (address: string) => string | undefined;
+}): buildConnector.connector {
+  const policy = options.policy ?? forbiddenAddressReason;
   const base = buildConnector({ timeout: options.connectTimeoutMs });
   return function guardedConnect(opts, callback) {
     const hostname = opts.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -32,7 +38,7 @@ export function createGuardedConnector(options: { lookup: HostLookup; connectTim
       (addresses) => {
         if (addresses.length === 0) return callback(new BlockedDestinationError(`${hostname} did not resolve`), null);
         for (const { address } of addresses) {
-          const reason = forbiddenAddressReason(address);
+          const reason = policy(address);
           if (reason !== undefined) {
             const via = address === hostname ? '' : ` (resolved from ${hostname})`;
             return callback(new BlockedDestinationError(`destination ${address}${via} is ${reason}`), null);

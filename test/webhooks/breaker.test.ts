@@ -59,6 +59,7 @@ describe('per-host circuit breaker in the dispatcher', () => {
     expect(receiver.requests).toHaveLength(3);
 
     clock.advance(1);
+    expect(engine.breakers.snapshot()[host]).toEqual({ state: 'half-open', failures: 3 });
     expect(await engine.dispatcher.runOnce()).toBe(1);
     expect(await engine.dispatcher.runOnce()).toBe(0);
     expect(receiver.requests).toHaveLength(4);

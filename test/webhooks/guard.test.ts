@@ -1,9 +1,10 @@
+import { Agent, request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { forbiddenAddressReason } from '../../src/webhooks/addressPolicy.js';
 import { createWebhookEngine, outboundGuardEnabled } from '../../src/webhooks/engine.js';
-import type { HostLookup } from '../../src/webhooks/guardedConnector.js';
+import { createGuardedConnector, type HostLookup } from '../../src/webhooks/guardedConnector.js';
 import { createWebhookHttpClient, type WebhookHttpClient } from '../../src/webhooks/httpClient.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver } from './helpers.js';
 
@@ -166,5 +167,32 @@ describe('HTTP client behaviour shared by every mode', () => {
     await receiver.close();
     const outcome = await client.send({ url, body: '{}', headers: {} });
     expect(outcome.errorClass).toBe('connection_refused');
+  });
+});
+
+describe('guarded connector', () => {
+  it('connects to the address it checked, resolving the name once per connection, and keeps the Host header', async () => {
+    const receiver = await startReceiver(manualClock());
+    const resolved: string[] = [];
+    // The name exists only in this lookup: reaching the receiver proves the socket went to the checked IP.
+    const lookup: HostLookup = async (name) => {
+      resolved.push(name);
+      return [{ address: '127.0.0.1', family: 4 }];
+    };
+    const checked: string[] = [];
+    const policy = (address: string) => (checked.push(address), undefined);
+    const agent = new Agent({ connect: createGuardedConnector({ lookup, connectTimeoutMs: 1_000, policy }) });
+    try {
+      const port = new URL(receiver.url).port;
+      const res = await request(`http://hooks.customer.test:${port}/hook`, { method: 'POST', body: '{}', dispatcher: agent });
+      await res.body.text();
+      expect(res.statusCode).toBe(200);
+      expect(resolved).toEqual(['hooks.customer.test']);
+      expect(checked).toEqual(['127.0.0.1']);
+      expect(receiver.requests[0]!.headers.host).toBe(`hooks.customer.test:${port}`);
+    } finally {
+      await agent.close();
+      await receiver.close();
+    }
   });
 });
