@@ -148,19 +148,21 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
   }
 
+  async function runOnce(): Promise<number> {
+    const started = await claimBatch();
+    await Promise.all(started);
+    return started.length;
+  }
+
   return {
     id,
     notify() {
       sleeper.wake();
     },
-    async runOnce() {
-      const started = await claimBatch();
-      await Promise.all(started);
-      return started.length;
-    },
+    runOnce,
     async drain() {
       for (let round = 0; round < 100_000; round++) {
-        const n = await this.runOnce();
+        const n = await runOnce();
         if (n === 0 && tasks.size === 0) return;
         if (n === 0) await Promise.race(tasks);
       }

@@ -35,22 +35,39 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
         .selectFrom((qb) =>
           qb
             .selectFrom('deliveries as d')
+            // Live leases per host, counted once per host (not once per candidate row).
+            .leftJoin(
+              (sub) =>
+                sub
+                  .selectFrom('deliveries as b')
+                  .select((b) => ['b.host', b.fn.countAll<number>().as('n')])
+                  .where('b.status', '=', 'pending')
+                  .where('b.lease_owner', 'is not', null)
+                  .where('b.lease_expires_at', '>', args.now)
+                  .groupBy('b.host')
+                  .as('busy'),
+              (join) => join.onRef('busy.host', '=', 'd.host'),
+            )
             .select((e) => [
               'd.id',
               'd.next_attempt_at',
               'd.created_at',
               e.fn.agg<number>('row_number').over((ob) => ob.partitionBy('d.host').orderBy('d.next_attempt_at').orderBy('d.created_at')).as('rn'),
-              e
-                .selectFrom('deliveries as b')
-                .select((b) => b.fn.countAll<number>().as('n'))
-                .whereRef('b.host', '=', 'd.host')
-                .where('b.status', '=', 'pending')
-                .where('b.lease_owner', 'is not', null)
-                .where('b.lease_expires_at', '>', args.now)
-                .as('busy'),
+              e.fn.coalesce('busy.n', e.lit(0)).as('busy'),
             ])
             .where('d.status', '=', 'pending')
             .where('d.next_attempt_at', '<=', args.now)
+            // Hosts already at their cap are left out before ranking: a saturated host's backlog costs nothing.
+            .where('d.host', 'not in', (e) =>
+              e
+                .selectFrom('deliveries as f')
+                .select('f.host')
+                .where('f.status', '=', 'pending')
+                .where('f.lease_owner', 'is not', null)
+                .where('f.lease_expires_at', '>', args.now)
+                .groupBy('f.host')
+                .having((h) => h.fn.countAll(), '>=', args.perHostCap),
+            )
             .where((w) => w.or([w('d.lease_owner', 'is', null), w('d.lease_expires_at', '<=', args.now)]))
             .$if(args.excludeHosts.length > 0, (q) => q.where('d.host', 'not in', args.excludeHosts))
             .$if(args.onlyHost !== undefined, (q) => q.where('d.host', '=', args.onlyHost!))
