@@ -5,7 +5,9 @@ import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { sql } from 'kysely';
 import { NonRetriableError, TransientError } from '../../src/lib/retry.js';
+import { Keypair } from '@solana/web3.js';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
+import type { GenesisHook } from '../../src/chain/embedded/programs.js';
 import { readTokenMetadata } from '../../src/chain/steps/tokenMetadata.js';
 import { requiredPrograms } from '../../src/chain/steps/index.js';
 import { StepHarness, samplePlan, tempDatabase } from './support/fixtures.js';
@@ -94,6 +96,26 @@ describe('embedded chain token steps', () => {
     expect(readTokenMetadata(back.mint)?.name).toBe('Demo Token');
     expect(await ataBalance(chain, mint, payer, TOKEN_2022_PROGRAM_ID)).toBe(payerHeld);
     expect(await ataBalance(chain, mint, plan.creator, TOKEN_2022_PROGRAM_ID)).toBe(back.mint.supply - payerHeld);
+  });
+
+  it('applies genesis hooks of loaded programs once, keeps their accounts across restarts and skips absent programs', async () => {
+    const config = Keypair.generate().publicKey;
+    const hook = (data: number[]): GenesisHook => ({
+      programId: TOKEN_PROGRAM_ID, // loaded by default, standing in for a program from CHAIN_PROGRAMS_DIR
+      accounts: ({ rentExempt }) => [{ address: config, owner: TOKEN_PROGRAM_ID, lamports: rentExempt(3), data: Uint8Array.from(data) }],
+    });
+    await chain.applyGenesisHook(hook([1, 2, 3]));
+    await chain.applyGenesisHook({ programId: Keypair.generate().publicKey, accounts: () => [{ address: Keypair.generate().publicKey, owner: TOKEN_PROGRAM_ID, lamports: 1n, data: new Uint8Array(0) }] });
+    await chain.close();
+    await opened.close();
+    opened = await tmp.open();
+    chain = await createEmbeddedBackend({ db: opened.db, secretKey, clock, logger: silentLogger(), genesisHooks: [hook([9, 9, 9])] });
+    const info = await chain.getAccountInfo(config);
+    expect(info?.owner.equals(TOKEN_PROGRAM_ID)).toBe(true);
+    expect([...(info?.data ?? [])]).toEqual([1, 2, 3]);
+    const probe = await chain.probe();
+    expect(probe.unixTimestamp).toBe(Math.floor(clock.now() / 1000));
+    expect(probe.payerBalance).toBeGreaterThan(0);
   });
 
   it('rolls a transaction back when it cannot be persisted, so memory never runs ahead of the database', async () => {
