@@ -52,7 +52,10 @@ export const launchRequestSchema = z
     webhookSecret: z.string().min(16, 'must be at least 16 characters').max(256),
   })
   .superRefine((req, ctx) => {
+    // Zod runs this even when fields failed, on untransformed input: check only what parsed.
     const a = req.allocations;
+    const shares = [a?.creator, a?.vesting, a?.treasury, a?.pool];
+    if (!shares.every((n) => typeof n === 'number')) return;
     if (a.creator + a.vesting + a.treasury + a.pool !== 100) {
       ctx.addIssue({ code: 'custom', path: ['allocations'], message: 'must sum to 100' });
     }
@@ -65,7 +68,7 @@ export const launchRequestSchema = z
     if (req.dao && req.tokenStandard === 'token-2022') {
       ctx.addIssue({ code: 'custom', path: ['tokenStandard'], message: 'must be spl-token when dao is requested (SPL Governance rejects Token-2022 mints)' });
     }
-    if (req.totalSupply * 10n ** BigInt(req.decimals) > U64_MAX) {
+    if (typeof req.totalSupply === 'bigint' && Number.isInteger(req.decimals) && req.totalSupply * 10n ** BigInt(req.decimals) > U64_MAX) {
       ctx.addIssue({ code: 'custom', path: ['totalSupply'], message: `times 10^decimals must fit in a u64 (max ${U64_MAX})` });
     }
   });

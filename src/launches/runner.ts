@@ -33,6 +33,7 @@ export class LaunchRunner {
   readonly id = newId('runner', 6);
   private readonly inFlight = new Set<Promise<void>>();
   private running = false;
+  private stopping = false;
   private wakeUp: (() => void) | undefined;
   private loop: Promise<void> | undefined;
 
@@ -48,6 +49,7 @@ export class LaunchRunner {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = false;
     this.loop = this.run();
   }
 
@@ -59,6 +61,7 @@ export class LaunchRunner {
   /** Stops claiming, waits for in-flight launches to reach a step boundary and release their leases. */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping = true;
     this.wake();
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
@@ -124,7 +127,7 @@ export class LaunchRunner {
         logger,
         launch,
         leaseOwner: this.id,
-        shouldContinue: () => this.running !== false && !leaseLost,
+        shouldContinue: () => !this.stopping && !leaseLost,
         maxStepAttempts: this.options.maxStepAttempts ?? 3,
       });
       if (outcome.kind === 'retry') {

@@ -56,7 +56,7 @@ describe('request tracing', () => {
 describe('error envelope', () => {
   it('gives every error status the envelope', async () => {
     const { app, writer, reader } = await setup();
-    const post = (body: BodyInit, headers: Record<string, string>) => app.request('/api/t/echo', { method: 'POST', body, headers });
+    const post = (body: string, headers: Record<string, string>) => app.request('/api/t/echo', { method: 'POST', body, headers });
 
     const r400 = await post('{not json', { authorization: `Bearer ${writer}`, 'content-type': 'application/json' });
     expect(r400.status).toBe(400);

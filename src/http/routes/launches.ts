@@ -58,7 +58,10 @@ export function createLaunchRoutes(deps: LaunchRouteDeps): Hono<AppEnv> {
     try {
       const parsed = parseLaunchRequest(body, { requireHttps: deps.production });
       if (!parsed.ok) throw invalidRequest('The launch request is invalid', { fields: parsed.errors });
-      const missing = await deps.checkCapabilities(parsed.value);
+      const missing = await deps.checkCapabilities(parsed.value).catch((error: unknown) => {
+        c.get('logger').warn({ err: error }, 'capability check failed');
+        throw new ApiError(503, 'service_unavailable', 'The chain could not be reached to check the programs this launch needs; retry with the same Idempotency-Key', undefined, undefined, { 'Retry-After': '5' });
+      });
       if (missing.length > 0) {
         throw new ApiError(
           422,
