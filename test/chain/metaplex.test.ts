@@ -65,5 +65,13 @@ describe.skipIf(!existsSync(METAPLEX_SO))('spl-token launch with Metaplex Token 
     // A second call finds the recorded transaction and changes nothing.
     const again = await harness.run('create_metadata');
     expect(again.transactions).toEqual(meta.transactions);
+
+    // After a restart the program is loaded again and the metadata account is restored.
+    await chain.close();
+    await opened.close();
+    opened = await tmp.open();
+    chain = await createEmbeddedBackend({ db: opened.db, secretKey: Buffer.alloc(32, 5), clock, logger: silentLogger(), programsDir });
+    const restored = await chain.getAccountInfo(metadataAddress);
+    expect(readMetaplexMetadata(restored?.data ?? Buffer.alloc(0)).name).toBe('Legacy Token');
   });
 });

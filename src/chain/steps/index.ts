@@ -1,14 +1,20 @@
+import { createDao } from './createDao.js';
 import { createMetadata } from './createMetadata.js';
 import { createMint } from './createMint.js';
+import { createPool } from './createPool.js';
+import { createVesting } from './createVesting.js';
 import { distributeSupply } from './distributeSupply.js';
 import type { StepExecutor, StepName } from './types.js';
 
 export type { LaunchPlan, PendingTx, RequiredProgram, StepContext, StepExecutor, StepName, StepOutcome } from './types.js';
 export { DEFAULT_PROGRAM_IDS, requiredPrograms, type ProgramIds } from './programIds.js';
 
-/** Executors of the token steps; vesting, DAO and pool steps are added by their own modules. */
+/** Executors of every launch step. */
 export const stepExecutors: Partial<Record<StepName, StepExecutor>> = {
   create_mint: createMint,
   create_metadata: createMetadata,
   distribute_supply: distributeSupply,
+  create_vesting: createVesting,
+  create_dao: createDao,
+  create_pool: createPool,
 };
