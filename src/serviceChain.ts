@@ -4,7 +4,8 @@ import type { ChainBackend } from './chain/backend.js';
 import { createEmbeddedBackend } from './chain/embedded/backend.js';
 import { createRpcBackend } from './chain/rpc/backend.js';
 import { loadKeypairFile } from './chain/rpc/payerFile.js';
-import { requiredPrograms, stepExecutors } from './chain/steps/index.js';
+import { cpmmGenesisHook } from './chain/programs/cpmm/genesis.js';
+import { DEFAULT_PROGRAM_IDS, requiredPrograms, stepExecutors } from './chain/steps/index.js';
 import type { StepExecutor, StepName } from './chain/steps/types.js';
 import type { Config } from './config/config.js';
 import type { Db } from './db/database.js';
@@ -19,7 +20,15 @@ export async function createChainBackend(config: Config, deps: { db: Db; clock: 
   if (config.chain.mode === 'rpc' && config.chain.rpcUrl && config.chain.payerKeypairPath) {
     return createRpcBackend({ rpcUrl: config.chain.rpcUrl, payer: loadKeypairFile(config.chain.payerKeypairPath), fees, clock: deps.clock, logger: deps.logger });
   }
-  return createEmbeddedBackend({ db: deps.db, secretKey: config.secretKey, clock: deps.clock, logger: deps.logger, programsDir: config.chain.programsDir });
+  return createEmbeddedBackend({
+    db: deps.db,
+    secretKey: config.secretKey,
+    clock: deps.clock,
+    logger: deps.logger,
+    programsDir: config.chain.programsDir,
+    // Accounts the pool program needs before its first pool (an AmmConfig and its fee receiver).
+    genesisHooks: [cpmmGenesisHook(new PublicKey(DEFAULT_PROGRAM_IDS.pool))],
+  });
 }
 
 /** The programs a request needs that are not executable on the chain (SPEC §3 capability check). */
