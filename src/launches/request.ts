@@ -16,11 +16,11 @@ const percent = z.number().int('must be a whole percent').min(0).max(100);
 /** The launch request body (SPEC §3); strict: unknown fields are refused. */
 export const launchRequestSchema = z
   .strictObject({
-    name: z.string().trim().min(1).max(32, 'must be at most 32 characters (on-chain metadata limit)'),
+    name: z.string().trim().min(1).refine((v) => Buffer.byteLength(v, 'utf8') <= 32, { message: 'must be at most 32 bytes in UTF-8 (on-chain metadata limit)' }),
     ticker: z.string().trim().min(1).max(10).regex(/^[A-Za-z0-9]+$/, 'must be letters and digits only'),
     totalSupply: wholeAmount,
     decimals: z.number().int().min(0).max(9).default(9),
-    uri: z.string().max(200, 'must be at most 200 characters (on-chain metadata limit)').default(''),
+    uri: z.string().refine((v) => Buffer.byteLength(v, 'utf8') <= 200, { message: 'must be at most 200 bytes in UTF-8 (on-chain metadata limit)' }).default(''),
     tokenStandard: z.enum(['spl-token', 'token-2022']).default('token-2022'),
     creator: pubkey,
     allocations: z

@@ -26,7 +26,7 @@ describe.skipIf(!haveBinaries(GOV.toBase58()))(`create_dao on the real SPL Gover
     launch = await startLaunch(plan);
     const outcome = await launch.run('create_dao', createDao);
     const dao = outcome.result.dao as DaoResult;
-    expect(outcome.transactions).toEqual([{ type: 'create_dao', signature: expect.any(String) }]);
+    expect(outcome.transactions).toEqual([{ type: 'dao', signature: expect.any(String) }]);
     const mint = launch.harness.context('create_dao').keys.mint.publicKey;
 
     const realmInfo = await launch.chain.getAccountInfo(new PublicKey(dao.realm));

@@ -31,7 +31,7 @@ describe.skipIf(!haveBinaries(...ALL))(`a full spl-token launch on the embedded 
       const outcome = await launch.run(step, executor);
       types.push(...outcome.transactions.map((t) => t.type));
     }
-    expect(types).toEqual(['create_vesting', 'create_dao', 'create_pool']);
+    expect(types).toEqual(['vesting', 'dao', 'pool']);
     const results = launch.harness.results as { vestingContract: string; dao: { realm: string; treasury: string }; pool: { address: string; lpMint: string } };
     for (const address of [results.vestingContract, results.dao.realm, results.dao.treasury, results.pool.address, results.pool.lpMint]) {
       expect(await launch.chain.getAccountInfo(new PublicKey(address))).not.toBeNull();
@@ -46,7 +46,7 @@ describe.skipIf(!haveBinaries(...ALL))(`a full spl-token launch on the embedded 
     expect(recorded).toHaveLength(1);
 
     const resumed = await launch.run(step, executor);
-    expect(resumed.transactions).toEqual([{ type: step, signature: recorded[0]?.signature }]);
+    expect(resumed.transactions).toEqual([{ type: step.replace('create_', ''), signature: recorded[0]?.signature }]);
     expect(resumed.result[key]).toBeDefined();
     const again = await launch.run(step, executor);
     expect(again).toEqual(resumed);

@@ -29,7 +29,7 @@ describe.skipIf(!haveBinaries(CPMM.toBase58()))(`create_pool on the real Raydium
     const l = launch;
     const outcome = await l.run('create_pool', createPool);
     const pool = outcome.result.pool as PoolResult;
-    expect(outcome.transactions).toEqual([{ type: 'create_pool', signature: expect.any(String) }]);
+    expect(outcome.transactions).toEqual([{ type: 'pool', signature: expect.any(String) }]);
     const mint = l.harness.context('create_pool').keys.mint.publicKey;
 
     const state = decodePoolState((await l.chain.getAccountInfo(new PublicKey(pool.address)))?.data ?? Buffer.alloc(0));

@@ -29,7 +29,7 @@ describe.skipIf(!haveBinaries(LOCK))(`create_vesting on the real Jupiter Lock pr
     const outcome = await launch.run('create_vesting', createVesting);
     const vesting = outcome.result.vesting as { escrow: string; escrowTokenAccount: string; schedule: { startTime: number } };
     expect(outcome.result.vestingContract).toBe(vesting.escrow);
-    expect(outcome.transactions).toEqual([{ type: 'create_vesting', signature: expect.any(String) }]);
+    expect(outcome.transactions).toEqual([{ type: 'vesting', signature: expect.any(String) }]);
 
     const escrow = await readEscrow(launch, vesting.escrow);
     const amount = splitSupply(plan).find((s) => s.kind === 'vesting')?.amount ?? 0n;

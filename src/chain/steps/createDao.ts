@@ -55,7 +55,7 @@ export function createDaoStep(ids: Pick<ProgramIds, 'governance'> = DEFAULT_PROG
     const { addresses } = built;
     const sent = await sendOnce(ctx, {
       label: 'create_dao',
-      type: 'create_dao',
+      type: 'dao',
       instructions: () => built.instructions,
       signers: [],
       rentLamports: await daoRentLamports((size) => chain.getMinimumBalanceForRentExemption(size), name),

@@ -35,7 +35,7 @@ export const createMetadata: StepExecutor = async (ctx) => {
   const metadata = metaplexMetadataAddress(mint);
   const sent = await sendIdempotent(ctx, {
     label: 'create_metadata',
-    type: 'create_metadata',
+    type: 'metadata',
     instructions: () => [
       createMetaplexMetadataInstruction({
         mint,

@@ -43,7 +43,7 @@ export const createMint: StepExecutor = async (ctx) => {
 
   const sent = await sendIdempotent(ctx, {
     label: 'create_mint',
-    type: 'create_mint',
+    type: 'mint',
     instructions,
     signers: [keys.mint],
     rentLamports,

@@ -52,7 +52,7 @@ export function createPoolStep(ids: Pick<ProgramIds, 'pool'> = DEFAULT_PROGRAM_I
     const { addresses } = built;
     const sent = await sendOnce(ctx, {
       label: 'create_pool',
-      type: 'create_pool',
+      type: 'pool',
       instructions: () => built.instructions,
       signers: [],
       rentLamports: await poolLamports((size) => chain.getMinimumBalanceForRentExemption(size), plan.tokenStandard, quoteLamports, createPoolFee),

@@ -47,7 +47,7 @@ export function createVestingStep(ids: Pick<ProgramIds, 'vesting'> = DEFAULT_PRO
     });
     const sent = await sendOnce(ctx, {
       label: 'create_vesting',
-      type: 'create_vesting',
+      type: 'vesting',
       instructions: () => instructions,
       signers: [ctx.keys.base],
       rentLamports: await vestingRentLamports((size) => chain.getMinimumBalanceForRentExemption(size), plan.tokenStandard),

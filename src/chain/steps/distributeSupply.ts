@@ -47,7 +47,7 @@ export const distributeSupply: StepExecutor = async (ctx) => {
 
   const sent = await sendIdempotent(ctx, {
     label: 'distribute_supply',
-    type: 'distribute_supply',
+    type: 'distribution',
     instructions,
     signers: [],
     rentLamports,
