@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
+import { stepExecutors } from '../../src/chain/steps/index.js';
+import { createSecretBox } from '../../src/crypto/secretBox.js';
+import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
+import { createChainStepRunner } from '../../src/launches/chainStepRunner.js';
+import { createLaunch } from '../../src/launches/createLaunch.js';
+import { parseLaunchRequest } from '../../src/launches/request.js';
+import { retryLaunch } from '../../src/launches/retryLaunch.js';
+import { LaunchRunner } from '../../src/launches/runner.js';
+import type { StepRunner } from '../../src/launches/runLaunch.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { TransientError } from '../../src/lib/retry.js';
+import { launchBody } from '../support/fixtures.js';
+
+interface Harness {
+  db: Db;
+  chain: EmbeddedBackend;
+  runner(runStep?: (inner: StepRunner) => StepRunner): LaunchRunner;
+  launch(overrides?: Record<string, unknown>): Promise<string>;
+  close(): Promise<void>;
+}
+
+const open: Harness[] = [];
+afterEach(async () => {
+  for (const h of open.splice(0)) await h.close();
+});
+
+async function harness(options: { funded: boolean }): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'launch-fail-'));
+  const secretKey = randomBytes(32);
+  const { db, close } = openDatabase(join(dir, 'db.sqlite'));
+  await migrateToLatest(db);
+  const chain = await createEmbeddedBackend({ db, secretKey, clock: systemClock, logger: silentLogger(), funding: options.funded ? undefined : false });
+  const inner = createChainStepRunner({ chain, secretKey, executors: stepExecutors });
+  const h: Harness = {
+    db,
+    chain,
+    runner: (wrap = (s) => s) =>
+      new LaunchRunner({ db, clock: systemClock, logger: silentLogger(), signal: { notify: () => undefined }, runStep: wrap(inner), finalize: async () => undefined, backoff: () => 0 }),
+    async launch(overrides = {}) {
+      const parsed = parseLaunchRequest(launchBody(overrides), { requireHttps: false });
+      if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
+      return createLaunch({ db, clock: systemClock, secretBox: createSecretBox(secretKey), signal: { notify: () => undefined } }, { owner: 'acme', request: parsed.value, requestId: 'r1' });
+    },
+    async close() {
+      await chain.close();
+      await close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  open.push(h);
+  return h;
+}
+
+const events = (db: Db, launchId: string) =>
+  db.selectFrom('outbox_events').select(['event', 'body']).where('launch_id', '=', launchId).orderBy('sequence').execute();
+
+describe('launch failures', () => {
+  it('retries a transient failure with backoff and completes', async () => {
+    const h = await harness({ funded: true });
+    const id = await h.launch();
+    let faults = 2;
+    const runner = h.runner((inner) => async (input) => {
+      if (input.step === 'distribute_supply' && faults-- > 0) throw new TransientError('RPC timed out', 'rpc_timeout');
+      return inner(input);
+    });
+    for (let pass = 0; pass < 5; pass++) await runner.drain();
+    const launch = await h.db.selectFrom('launches').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(launch.status).toBe('complete');
+    const step = await h.db.selectFrom('launch_steps').selectAll().where('launch_id', '=', id).where('name', '=', 'distribute_supply').executeTakeFirstOrThrow();
+    expect(step.attempts).toBe(3);
+  });
+
+  it('fails after 3 transient failures of a step with launch.failed, partialResults and a dead letter', async () => {
+    const h = await harness({ funded: true });
+    const id = await h.launch();
+    const runner = h.runner((inner) => async (input) => {
+      if (input.step === 'distribute_supply') throw new TransientError('RPC 503', 'rpc_unavailable');
+      return inner(input);
+    });
+    for (let pass = 0; pass < 5; pass++) await runner.drain();
+    const launch = await h.db.selectFrom('launches').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(launch.status).toBe('failed');
+    const failed = (await events(h.db, id)).at(-1)!;
+    expect(failed.event).toBe('launch.failed');
+    const data = JSON.parse(failed.body).data;
+    expect(data.error).toEqual({ code: 'rpc_unavailable', message: 'RPC 503', step: 'distribute_supply' });
+    expect(data.partialResults.mint).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+    const dead = await h.db.selectFrom('dead_letters').selectAll().where('launch_id', '=', id).execute();
+    expect(dead).toHaveLength(1);
+    expect(dead[0]).toMatchObject({ kind: 'launch', step: 'distribute_supply', error_code: 'rpc_unavailable', status: 'open' });
+  });
+
+  it('fails at once with insufficient_balance at create_mint when the payer cannot pay, sending nothing', async () => {
+    const h = await harness({ funded: false });
+    const id = await h.launch();
+    let calls = 0;
+    const runner = h.runner((inner) => async (input) => {
+      calls++;
+      return inner(input);
+    });
+    await runner.drain();
+    expect(calls).toBe(1);
+    const launch = await h.db.selectFrom('launches').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(launch.status).toBe('failed');
+    expect(JSON.parse(launch.error ?? '{}')).toMatchObject({ code: 'insufficient_balance', step: 'create_mint' });
+    const step = await h.db.selectFrom('launch_steps').selectAll().where('launch_id', '=', id).where('name', '=', 'create_mint').executeTakeFirstOrThrow();
+    expect(step.pending_tx).toBeNull();
+    expect(await h.db.selectFrom('chain_signatures' as never).selectAll().execute()).toHaveLength(0);
+  });
+
+  it('a retried dead letter resumes at the failed step without redoing finished steps', async () => {
+    const h = await harness({ funded: true });
+    const id = await h.launch();
+    let broken = true;
+    const calls: string[] = [];
+    const runner = h.runner((inner) => async (input) => {
+      calls.push(input.step);
+      if (input.step === 'distribute_supply' && broken) throw new TransientError('RPC 503', 'rpc_unavailable');
+      return inner(input);
+    });
+    for (let pass = 0; pass < 5; pass++) await runner.drain();
+    const dead = await h.db.selectFrom('dead_letters').selectAll().where('launch_id', '=', id).executeTakeFirstOrThrow();
+    const mintBefore = (await h.db.selectFrom('launch_steps').select('transactions').where('launch_id', '=', id).where('name', '=', 'create_mint').executeTakeFirstOrThrow()).transactions;
+
+    broken = false;
+    calls.length = 0;
+    await retryLaunch({ db: h.db, clock: systemClock, signal: { notify: () => undefined }, wake: () => undefined }, dead);
+    await runner.drain();
+    expect(calls).toEqual(['distribute_supply']);
+    const launch = await h.db.selectFrom('launches').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(launch.status).toBe('complete');
+    const mintAfter = (await h.db.selectFrom('launch_steps').select('transactions').where('launch_id', '=', id).where('name', '=', 'create_mint').executeTakeFirstOrThrow()).transactions;
+    expect(mintAfter).toBe(mintBefore);
+    const names = (await events(h.db, id)).map((e) => e.event);
+    expect(names.slice(-4)).toEqual(['launch.queued', 'launch.processing', 'launch.step_complete', 'launch.complete']);
+  });
+});
