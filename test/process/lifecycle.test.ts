@@ -1,0 +1,73 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..', '..');
+const dir = mkdtempSync(join(tmpdir(), 'launch-proc-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Starts `src/main.ts` as a real process and resolves once it logs the port it listens on. */
+function startService(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'main.ts')], {
+    cwd: root,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'info', NODE_ENV: 'development', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const ready = new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      lines.push(line);
+      if (line.includes('launch service listening')) resolve((JSON.parse(line) as { port: number }).port);
+    });
+    void exited.then(() => reject(new Error(`service exited before listening: ${stderr}`)));
+  });
+  ready.catch(() => undefined); // a test that expects the process to refuse to start awaits `exited` instead
+  return { child, ready, exited, lines, stderr: () => stderr };
+}
+
+describe('the service process', () => {
+  it('serves health, prints a development key once, and on SIGTERM exits 0 with the database closed', async () => {
+    const env = { DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64') };
+    const svc = startService(env);
+    const port = await svc.ready;
+    const health = await fetch(`http://127.0.0.1:${port}/api/health`);
+    expect(health.status).toBe(200);
+    expect(((await health.json()) as { status: string }).status).toBe('healthy');
+    const head = await fetch(`http://127.0.0.1:${port}/api/health`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe('');
+    const keyLine = svc.lines.find((l) => /^sk_[A-Za-z0-9_-]{40,}$/.test(l));
+    expect(keyLine).toBeDefined();
+    const launches = await fetch(`http://127.0.0.1:${port}/api/launches`, { headers: { authorization: `Bearer ${keyLine}` } });
+    expect(launches.status).toBe(200);
+
+    const dbFile = join(dir, 'launch-service.sqlite');
+    expect(existsSync(`${dbFile}-wal`)).toBe(true);
+    svc.child.kill('SIGTERM');
+    expect(await svc.exited).toEqual({ code: 0, signal: null });
+    // SQLite removes the WAL file when the last connection closes cleanly.
+    expect(existsSync(`${dbFile}-wal`)).toBe(false);
+    expect(svc.lines.some((l) => l.includes('stopped cleanly'))).toBe(true);
+
+    // A second start finds the key and prints none.
+    const again = startService(env);
+    await again.ready;
+    again.child.kill('SIGINT');
+    expect((await again.exited).code).toBe(0);
+    expect(again.lines.some((l) => l.startsWith('sk_'))).toBe(false);
+  }, 60_000);
+
+  it('refuses to start on a bad variable, naming it', async () => {
+    const svc = startService({ DATA_DIR: dir, PORT: 'eighty' });
+    const exit = await svc.exited;
+    expect(exit.code).toBe(1);
+    expect(svc.stderr()).toContain('PORT must be an integer');
+  }, 30_000);
+});
