@@ -51,16 +51,17 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
     closers.push(() => chain.close());
     const cache = new ChainReadCache(chain, clock, logger.child({ component: 'cache' }));
 
-    let runner: LaunchRunner | undefined;
+    // The runner needs the engine's signal and the engine's dead-letter retry wakes the runner.
+    const runnerRef: { current?: LaunchRunner } = {};
     const webhooks = createWebhookParts({
       db,
       clock,
       logger,
       config,
       secretBox,
-      retryLaunch: (deadLetter) => retryLaunch({ db, clock, signal: webhooks.signal, wake: () => runner?.wake() }, deadLetter),
+      retryLaunch: (deadLetter) => retryLaunch({ db, clock, signal: webhooks.signal, wake: () => runnerRef.current?.wake() }, deadLetter),
     });
-    runner = new LaunchRunner({
+    const runner = new LaunchRunner({
       db,
       clock,
       logger: logger.child({ component: 'runner' }),
@@ -68,6 +69,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       runStep: createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() }),
       finalize: (signatures) => finalizeAll(chain, signatures),
     });
+    runnerRef.current = runner;
 
     const health = () =>
       checkHealth({

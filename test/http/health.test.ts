@@ -61,7 +61,6 @@ describe('GET /api/health', () => {
   it('answers 503 when the real database is closed under the service', async () => {
     const t = await startTestService();
     try {
-      t.service.db; // the service's own connection
       await t.service.db.destroy();
       const res = await t.request('/api/health');
       expect(res.status).toBe(503);
