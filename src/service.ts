@@ -20,7 +20,7 @@ import { LaunchRunner } from './launches/runner.js';
 import { retryLaunch } from './launches/retryLaunch.js';
 import type { Clock } from './lib/clock.js';
 import { createChainBackend, checkCapabilities, stepExecutorsFor } from './serviceChain.js';
-import { createWebhookParts } from './serviceWebhooks.js';
+import { createWebhookService } from './webhooks/service.js';
 
 export interface Service {
   app: Hono<AppEnv>;
@@ -53,7 +53,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
 
     // The runner needs the engine's signal and the engine's dead-letter retry wakes the runner.
     const runnerRef: { current?: LaunchRunner } = {};
-    const webhooks = createWebhookParts({
+    const webhooks = createWebhookService({
       db,
       clock,
       logger,
