@@ -60,3 +60,54 @@ describe('launch runner on the embedded chain', () => {
     expect(holder.amount).toBe(1_000_000n * 10n ** 6n);
   });
 });
+
+describe('a launch seen by its webhook receiver', () => {
+  it('receives queued → processing → each step → complete, in sequence, each signed with the launch secret', async () => {
+    const { createServer } = await import('node:http');
+    const { createHmac, timingSafeEqual } = await import('node:crypto');
+    const secret = 'whsec_receiver_secret_42';
+    const received: Array<{ event: string; sequence: number; verified: boolean }> = [];
+    let done: () => void = () => undefined;
+    const complete = new Promise<void>((resolve) => (done = resolve));
+    // An independent receiver: its own HMAC check of `<timestamp>.<raw body>`.
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        const ts = String(req.headers['x-service-timestamp']);
+        const expected = `sha256=${createHmac('sha256', secret).update(`${ts}.${raw}`).digest('hex')}`;
+        const given = String(req.headers['x-service-signature']);
+        const verified = given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected)) && Math.abs(Date.now() / 1000 - Number(ts)) <= 300;
+        const envelope = JSON.parse(raw) as { event: string; sequence: number };
+        received.push({ event: envelope.event, sequence: envelope.sequence, verified });
+        res.writeHead(verified ? 200 : 401).end();
+        if (envelope.event === 'launch.complete') done();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    try {
+      t = await startTestService();
+      t.service.start();
+      const key = await t.key('acme', ['launches:write', 'launches:read']);
+      const res = await t.request('/api/launches', { method: 'POST', key, json: launchBody({ webhookUrl: `http://127.0.0.1:${port}/hook`, webhookSecret: secret }) });
+      expect(res.status).toBe(202);
+      await complete;
+      await new Promise((r) => setTimeout(r, 50));
+      const ordered = [...received].sort((a, b) => a.sequence - b.sequence);
+      expect(ordered.map((r) => r.event)).toEqual([
+        'launch.queued',
+        'launch.processing',
+        'launch.step_complete',
+        'launch.step_complete',
+        'launch.step_complete',
+        'launch.complete',
+      ]);
+      expect(ordered.map((r) => r.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(received.every((r) => r.verified)).toBe(true);
+    } finally {
+      server.close();
+    }
+  });
+});
