@@ -1,0 +1,38 @@
+/**
+ * `npm run bench [-- --json FILE] [--only a,b]`: every scenario measured side by side with its
+ * baseline in one run on loopback, printed as a table and optionally written as JSON
+ * (`{"results": [{name, value, unit, baseline, ratio}]}`). See docs/benchmarks.md.
+ */
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { scenarios } from './bench/scenarios.js';
+import { formatTable } from './bench/table.js';
+import type { BenchRow } from './bench/types.js';
+
+const { values } = parseArgs({ options: { json: { type: 'string' }, only: { type: 'string' } } });
+const only = values.only?.split(',').map((s) => s.trim());
+const selected = scenarios.filter((s) => !only || only.includes(s.name));
+if (selected.length === 0) {
+  process.stderr.write(`no scenario matches --only ${values.only}; known: ${scenarios.map((s) => s.name).join(', ')}\n`);
+  process.exit(2);
+}
+
+process.stdout.write(`bench: ${cpus().length} cpus (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}\n`);
+const rows: BenchRow[] = [];
+const started = performance.now();
+for (const scenario of selected) {
+  const t = performance.now();
+  process.stdout.write(`  ${scenario.name} … `);
+  const got = await scenario.run();
+  rows.push(...got);
+  process.stdout.write(`${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+  for (const r of got) process.stdout.write(`    ${r.name}: ${r.value} ${r.unit} (baseline ${r.baseline}, ratio ${r.ratio}) — ${r.note}\n`);
+}
+process.stdout.write(`\n${formatTable(rows)}\n\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
+if (values.json) {
+  const results = rows.map(({ name, value, unit, baseline, ratio }) => ({ name, value, unit, baseline, ratio }));
+  writeFileSync(values.json, `${JSON.stringify({ results }, null, 2)}\n`);
+  process.stdout.write(`wrote ${values.json}\n`);
+}

@@ -1,0 +1,43 @@
+/**
+ * Child process of the `health` benchmark, so the server has its own core and the load generator
+ * the other. argv[2]: `service` (the whole service on @hono/node-server) or `bare` (node:http
+ * answering BENCH_HEALTH_BODY). Prints `{"port": N}` once listening; exits on SIGTERM.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { serve } from '@hono/node-server';
+import { systemClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { createService } from '../../src/service.js';
+import { benchConfig } from './config.js';
+
+const mode = process.argv[2];
+const ready = (port: number) => process.stdout.write(`${JSON.stringify({ port })}\n`);
+
+if (mode === 'bare') {
+  const body = process.env.BENCH_HEALTH_BODY ?? '{}';
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+} else {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-health-'));
+  const service = await createService(benchConfig(dir, randomBytes(32)), { logger: silentLogger(), clock: systemClock });
+  service.start();
+  const server = serve({ fetch: service.app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => ready(info.port));
+  const shutdown = () => {
+    server.close();
+    void service.stop().finally(() => {
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(0);
+    });
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}

@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Keypair } from '@solana/web3.js';
+import { createApiKey } from '../../src/auth/apiKeys.js';
+import { deriveLaunchKeys } from '../../src/chain/keys.js';
+import { stepExecutors, type StepName } from '../../src/chain/steps/index.js';
+import { launchKeySecret } from '../../src/launches/chainStepRunner.js';
+import { planFromRequest } from '../../src/launches/plan.js';
+import { parseLaunchRequest, storedRequest } from '../../src/launches/request.js';
+import { stepsFor } from '../../src/launches/steps.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { newId } from '../../src/lib/ids.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { createService, type Service } from '../../src/service.js';
+import { benchConfig } from './config.js';
+import { startBenchReceiver } from './receiver.js';
+import { result, type BenchResult } from './types.js';
+
+const CONCURRENCY = 2; // the runner's default
+
+/** A token-2022 launch (needs no extra program on the embedded chain): mint, metadata, distribution. */
+function launchRequest(webhookUrl: string): Record<string, unknown> {
+  return {
+    name: 'Bench Token',
+    ticker: 'BNCH',
+    totalSupply: '1000000000',
+    decimals: 6,
+    uri: 'https://example.com/bench.json',
+    tokenStandard: 'token-2022',
+    creator: Keypair.generate().publicKey.toBase58(),
+    allocations: { creator: 100 },
+    revokeMintAuthority: true,
+    webhookUrl,
+    webhookSecret: 'whsec_bench_0123456789abcdef',
+  };
+}
+
+async function waitAllComplete(service: Service, ids: string[]): Promise<void> {
+  for (;;) {
+    const rows = await service.db.selectFrom('launches').select(['id', 'status']).where('id', 'in', ids).execute();
+    const failed = rows.find((r) => r.status === 'failed');
+    if (failed) throw new Error(`pipeline bench: launch ${failed.id} failed`);
+    if (rows.filter((r) => r.status === 'complete').length === ids.length) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** End to end: POST /api/launches → runner → complete, webhooks flowing to a local receiver. */
+async function endToEnd(service: Service, key: string, webhookUrl: string, count: number): Promise<number> {
+  const started = performance.now();
+  const ids = await Promise.all(
+    Array.from({ length: count }, async () => {
+      const res = await service.app.request('/api/launches', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(launchRequest(webhookUrl)) });
+      if (res.status !== 202) throw new Error(`pipeline bench: create answered ${res.status} ${await res.text()}`);
+      return ((await res.json()) as { launch: { id: string } }).launch.id;
+    }),
+  );
+  await waitAllComplete(service, ids);
+  return count / ((performance.now() - started) / 1000);
+}
+
+/** The bare chain work of the same launches: the step executors called directly on the same chain. */
+async function bareChain(service: Service, secretKey: Buffer, webhookUrl: string, count: number): Promise<number> {
+  const master = launchKeySecret(secretKey);
+  const logger = silentLogger();
+  const plans = Array.from({ length: count }, () => {
+    const parsed = parseLaunchRequest(launchRequest(webhookUrl), { requireHttps: false });
+    if (!parsed.ok) throw new Error('pipeline bench: invalid request');
+    const id = newId('lch');
+    return { id, steps: stepsFor(parsed.value), plan: planFromRequest(id, storedRequest(parsed.value)) };
+  });
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < plans.length) {
+      const item = plans[next++]!;
+      const results: Record<string, unknown> = {};
+      for (const step of item.steps) {
+        const executor = stepExecutors[step as StepName];
+        if (!executor) throw new Error(`no executor for ${step}`);
+        const out = await executor({ plan: item.plan, keys: deriveLaunchKeys(master, item.id), results: { ...results }, pending: {}, recordPending: async () => undefined, chain: service.chain, logger });
+        Object.assign(results, out.result);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return count / ((performance.now() - started) / 1000);
+}
+
+/** `pipeline`: launches/s end to end vs the bare chain work, alternated twice, best of each. */
+export async function benchPipeline(count = 20): Promise<{ result: BenchResult; note: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-pipeline-'));
+  const secretKey = randomBytes(32);
+  const receiver = await startBenchReceiver();
+  const service = await createService(benchConfig(dir, secretKey), { logger: silentLogger(), clock: systemClock });
+  try {
+    service.start();
+    const key = (await createApiKey(service.db, { owner: 'bench', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
+    let e2e = 0;
+    let bare = 0;
+    for (let round = 0; round < 2; round++) {
+      e2e = Math.max(e2e, await endToEnd(service, key, receiver.url, count));
+      bare = Math.max(bare, await bareChain(service, secretKey, receiver.url, count));
+    }
+    return { result: result('pipeline', e2e, 'launches/s', bare), note: `${count} token-2022 launches per run (mint, metadata, distribution), concurrency ${CONCURRENCY}, embedded chain` };
+  } finally {
+    await service.stop();
+    await receiver.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,42 @@
+import { benchBacklog } from './backlog.js';
+import { benchDispatch } from './dispatch.js';
+import { benchHealth } from './health.js';
+import { benchIsolation } from './isolation.js';
+import { benchLatency } from './latency.js';
+import { benchPipeline } from './pipeline.js';
+import type { BenchResult, BenchRow } from './types.js';
+
+/** A named scenario: runs its measurement(s) and judges each result against its goal. */
+export interface Scenario {
+  name: string;
+  run(): Promise<BenchRow[]>;
+}
+
+type Goal = { text: string; met(r: BenchResult): boolean };
+
+const goals: Record<string, Goal> = {
+  dispatch: { text: 'ratio ≥ 0.5', met: (r) => r.ratio >= 0.5 },
+  health: { text: 'ratio ≥ 0.7', met: (r) => r.ratio >= 0.7 },
+  'delivery-latency-p99': { text: '≤ 50 ms', met: (r) => r.value <= 50 },
+  'delivery-latency-p50': { text: '(reported)', met: () => true },
+  isolation: { text: 'ratio ≥ 0.9', met: (r) => r.ratio >= 0.9 },
+  'backlog-memory': { text: '< 300 MB', met: (r) => r.value < 300 },
+  pipeline: { text: 'ratio ≥ 0.5', met: (r) => r.ratio >= 0.5 },
+};
+
+function rows(results: BenchResult[], note: string): BenchRow[] {
+  return results.map((r) => {
+    const goal = goals[r.name] ?? { text: '', met: () => true };
+    return { ...r, goal: goal.text, met: goal.met(r), note };
+  });
+}
+
+/** Every scenario in run order, sized so the whole run takes about three minutes on two cores. */
+export const scenarios: Scenario[] = [
+  { name: 'dispatch', run: async () => (({ result, note }) => rows([result], note))(await benchDispatch(5000, 8000)) },
+  { name: 'health', run: async () => (({ result, note }) => rows([result], note))(await benchHealth(5000)) },
+  { name: 'delivery-latency', run: async () => (({ results, note }) => rows(results, note))(await benchLatency(500, 8000)) },
+  { name: 'isolation', run: async () => (({ result, note }) => rows([result], note))(await benchIsolation(6000)) },
+  { name: 'backlog-memory', run: async () => (({ result, note }) => rows([result], note))(await benchBacklog(100_000, 5000)) },
+  { name: 'pipeline', run: async () => (({ result, note }) => rows([result], note))(await benchPipeline(30)) },
+];
