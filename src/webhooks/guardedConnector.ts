@@ -28,9 +28,11 @@ export function createGuardedConnector(options: {
   connectTimeoutMs: number;
   /** Why an address is refused; tests may swap it to reach a local receiver through this connector. */
   policy?: (address: string) => string | undefined;
+  /** Trusted CA certificates, replacing Node's defaults (a private CA; tests use a self-signed one). */
+  ca?: string | Buffer;
 }): buildConnector.connector {
   const policy = options.policy ?? forbiddenAddressReason;
-  const base = buildConnector({ timeout: options.connectTimeoutMs });
+  const base = buildConnector({ timeout: options.connectTimeoutMs, ...(options.ca === undefined ? {} : { ca: options.ca }) });
   return function guardedConnect(opts, callback) {
     const hostname = opts.hostname.replace(/^\[(.*)\]$/, '$1');
     const resolve = isIP(hostname) !== 0 ? Promise.resolve([{ address: hostname, family: isIP(hostname) }]) : options.lookup(hostname);

@@ -31,6 +31,10 @@ export interface WebhookHttpClientOptions {
   /** SPEC §4.7 guard: https only and public resolved addresses only. */
   guard: boolean;
   lookup?: HostLookup;
+  /** Replaces the address policy of the guard (tests only: to reach a local TLS receiver through it). */
+  addressPolicy?: (address: string) => string | undefined;
+  /** Trusted CA certificates, replacing Node's defaults. */
+  ca?: string | Buffer;
 }
 
 const MAX_READ_BYTES = 64 * 1024;
@@ -67,8 +71,8 @@ async function readBounded(body: AsyncIterable<Buffer> & { destroy(): void }): P
 /** The undici-based client: attempt timeout, no redirects followed, bounded reads, SSRF guard at connect time. */
 export function createWebhookHttpClient(options: WebhookHttpClientOptions): WebhookHttpClient {
   const connect = options.guard
-    ? createGuardedConnector({ lookup: options.lookup ?? systemLookup, connectTimeoutMs: options.timeoutMs })
-    : buildConnector({ timeout: options.timeoutMs });
+    ? createGuardedConnector({ lookup: options.lookup ?? systemLookup, connectTimeoutMs: options.timeoutMs, policy: options.addressPolicy, ca: options.ca })
+    : buildConnector({ timeout: options.timeoutMs, ...(options.ca === undefined ? {} : { ca: options.ca }) });
   const agent = new Agent({
     connect,
     headersTimeout: options.timeoutMs,
