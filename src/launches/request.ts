@@ -68,7 +68,7 @@ export const launchRequestSchema = z
     if (req.dao && req.tokenStandard === 'token-2022') {
       ctx.addIssue({ code: 'custom', path: ['tokenStandard'], message: 'must be spl-token when dao is requested (SPL Governance rejects Token-2022 mints)' });
     }
-    if (typeof req.totalSupply === 'bigint' && Number.isInteger(req.decimals) && req.totalSupply * 10n ** BigInt(req.decimals) > U64_MAX) {
+    if (typeof req.totalSupply === 'bigint' && Number.isInteger(req.decimals) && req.decimals >= 0 && req.decimals <= 9 && req.totalSupply * 10n ** BigInt(req.decimals) > U64_MAX) {
       ctx.addIssue({ code: 'custom', path: ['totalSupply'], message: `times 10^decimals must fit in a u64 (max ${U64_MAX})` });
     }
   });
