@@ -1,9 +1,8 @@
 import type { Db } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
-import { newId } from '../lib/ids.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
-import { failStep, updateLeasedLaunch } from './runStore.js';
+import { failStep, insertLaunchDeadLetter, updateLeasedLaunchOrThrow } from './runStore.js';
 
 /**
  * Fails a launch at a step: the step and launch rows, `launch.failed` with `partialResults`, and a
@@ -18,7 +17,7 @@ export async function failLaunch(
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now();
     await failStep(trx, { launchId: launch.id, step: failure.step, error, now });
-    await updateLeasedLaunch(trx, {
+    await updateLeasedLaunchOrThrow(trx, {
       launchId: launch.id,
       owner: deps.leaseOwner,
       set: { status: 'failed', error: JSON.stringify(error), completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null },
@@ -29,24 +28,7 @@ export async function failLaunch(
       requestId: launch.request_id,
       data: { error, partialResults: failure.results },
     });
-    await trx
-      .insertInto('dead_letters')
-      .values({
-        id: newId('dl'),
-        kind: 'launch',
-        owner: launch.owner,
-        launch_id: launch.id,
-        delivery_id: null,
-        event_id: null,
-        step: failure.step,
-        error_code: failure.code,
-        error_message: failure.message,
-        status: 'open',
-        created_at: now,
-        updated_at: now,
-        resolved_at: null,
-      })
-      .execute();
+    await insertLaunchDeadLetter(trx, { owner: launch.owner, launchId: launch.id, step: failure.step, code: failure.code, message: failure.message, now });
   });
   deps.signal.notify();
 }

@@ -6,7 +6,7 @@ import { parseJson } from '../lib/json.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
 import { completionData, stepEvents } from './events.js';
-import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunch } from './runStore.js';
+import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchOrThrow } from './runStore.js';
 import { findSteps } from './store.js';
 import { failLaunch } from './failLaunch.js';
 
@@ -51,7 +51,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
 
   if (launch.status === 'queued') {
     await db.transaction().execute(async (trx) => {
-      await updateLeasedLaunch(trx, { launchId: launch.id, owner: leaseOwner, set: { status: 'processing', started_at: launch.started_at ?? clock.now(), updated_at: clock.now() } });
+      await updateLeasedLaunchOrThrow(trx, { launchId: launch.id, owner: leaseOwner, set: { status: 'processing', started_at: launch.started_at ?? clock.now(), updated_at: clock.now() } });
       await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.processing', requestId: launch.request_id, data: { status: 'processing' } });
     });
     args.signal.notify();
@@ -92,7 +92,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     await db.transaction().execute(async (trx) => {
       const now = clock.now();
       await completeStep(trx, { launchId: launch.id, step: step.name, result: output.result, transactions: output.transactions, now });
-      await updateLeasedLaunch(trx, { launchId: launch.id, owner: leaseOwner, set: { results: JSON.stringify(results), updated_at: now } });
+      await updateLeasedLaunchOrThrow(trx, { launchId: launch.id, owner: leaseOwner, set: { results: JSON.stringify(results), updated_at: now } });
       for (const event of stepEvents(step.name, index, steps.length, output)) {
         await recordEvent(trx, clock, { launchId: launch.id, event: event.event, requestId: launch.request_id, data: event.data });
       }
@@ -112,7 +112,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
   }
   await db.transaction().execute(async (trx) => {
     const now = clock.now();
-    await updateLeasedLaunch(trx, {
+    await updateLeasedLaunchOrThrow(trx, {
       launchId: launch.id,
       owner: leaseOwner,
       set: { status: 'complete', completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null },

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { DbOrTx } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
+import { newId } from '../lib/ids.js';
 
 /**
  * Claims the oldest runnable launch with a lease in one statement: queued or processing, due,
@@ -99,6 +100,19 @@ export async function failStep(db: DbOrTx, args: { launchId: string; step: strin
     .execute();
 }
 
+/** Another runner took this launch over (our lease expired); whatever we were committing is void. */
+export class LeaseLostError extends Error {
+  constructor(launchId: string) {
+    super(`lease on launch ${launchId} was lost`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/** Updates the launch row while this runner holds its lease; throws {@link LeaseLostError} otherwise. */
+export async function updateLeasedLaunchOrThrow(db: DbOrTx, args: Parameters<typeof updateLeasedLaunch>[1]): Promise<void> {
+  if (!(await updateLeasedLaunch(db, args))) throw new LeaseLostError(args.launchId);
+}
+
 /** Updates the launch row only while this runner holds its lease. */
 export async function updateLeasedLaunch(
   db: DbOrTx,
@@ -106,4 +120,31 @@ export async function updateLeasedLaunch(
 ): Promise<boolean> {
   const result = await db.updateTable('launches').set(args.set).where('id', '=', args.launchId).where('lease_owner', '=', args.owner).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/** Dead-letters a failed launch for review; retrying it resumes at `step`. */
+export async function insertLaunchDeadLetter(
+  db: DbOrTx,
+  args: { owner: string; launchId: string; step: string; code: string; message: string; now: number },
+): Promise<string> {
+  const id = newId('dlq');
+  await db
+    .insertInto('dead_letters')
+    .values({
+      id,
+      kind: 'launch',
+      owner: args.owner,
+      launch_id: args.launchId,
+      delivery_id: null,
+      event_id: null,
+      step: args.step,
+      error_code: args.code,
+      error_message: args.message,
+      status: 'open',
+      created_at: args.now,
+      updated_at: args.now,
+      resolved_at: null,
+    })
+    .execute();
+  return id;
 }

@@ -6,7 +6,7 @@ import { newId } from '../lib/ids.js';
 import { backoffMs } from '../lib/retry.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
-import { claimLaunch, extendLease, releaseLaunch } from './runStore.js';
+import { claimLaunch, extendLease, LeaseLostError, releaseLaunch } from './runStore.js';
 import { runLaunchSteps, type StepRunner } from './runLaunch.js';
 
 export interface LaunchRunnerOptions {
@@ -137,6 +137,10 @@ export class LaunchRunner {
         await releaseLaunch(db, { launchId: launch.id, owner: this.id, runAfter: clock.now(), now: clock.now() });
       }
     } catch (error) {
+      if (error instanceof LeaseLostError) {
+        logger.warn('lease lost to another runner; leaving the launch to it');
+        return;
+      }
       // A failure outside a step (the database, a bug): release so another pass retries.
       logger.error({ err: error, failure: classifyFailure(error) }, 'launch run failed outside a step');
       await releaseLaunch(db, { launchId: launch.id, owner: this.id, runAfter: clock.now() + 5000, now: clock.now() }).catch(() => undefined);

@@ -141,4 +141,21 @@ describe('launch failures', () => {
     const names = (await events(h.db, id)).map((e) => e.event);
     expect(names.slice(-4)).toEqual(['launch.queued', 'launch.processing', 'launch.step_complete', 'launch.complete']);
   });
+
+  it('commits nothing for a step whose lease another runner took over meanwhile', async () => {
+    const h = await harness({ funded: true });
+    const id = await h.launch();
+    const runner = h.runner((inner) => async (input) => {
+      const output = await inner(input);
+      // Simulate a takeover: our lease expired and another runner claimed the launch.
+      await h.db.updateTable('launches').set({ lease_owner: 'runner_other' }).where('id', '=', id).execute();
+      return output;
+    });
+    await runner.drain();
+    const step = await h.db.selectFrom('launch_steps').selectAll().where('launch_id', '=', id).where('name', '=', 'create_mint').executeTakeFirstOrThrow();
+    expect(step.status).toBe('running');
+    expect((await events(h.db, id)).map((e) => e.event)).toEqual(['launch.queued', 'launch.processing']);
+    const launch = await h.db.selectFrom('launches').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(launch.lease_owner).toBe('runner_other');
+  });
 });
