@@ -18,6 +18,7 @@ import { createOpenApiRoutes } from './http/routes/openapi.js';
 import { createChainStepRunner } from './launches/chainStepRunner.js';
 import { LaunchRunner } from './launches/runner.js';
 import { retryLaunch } from './launches/retryLaunch.js';
+import { purgeExpiredIdempotencyKeys } from './launches/idempotency.js';
 import type { Clock } from './lib/clock.js';
 import { createChainBackend, checkCapabilities, stepExecutorsFor } from './serviceChain.js';
 import { createWebhookService } from './webhooks/service.js';
@@ -119,6 +120,9 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
     const developmentKey = await ensureDevelopmentKey(db, { production: config.production, now: clock.now() });
 
     let started = false;
+    let janitor: NodeJS.Timeout | undefined;
+    const purgeKeys = () =>
+      purgeExpiredIdempotencyKeys(db, clock.now()).catch((error: unknown) => logger.warn({ err: error }, 'idempotency key purge failed'));
     return {
       app,
       db,
@@ -133,8 +137,13 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
         cache.start();
         webhooks.start();
         launchRunner.start();
+        // Idempotency keys are kept 24 h; sweep the expired ones hourly.
+        void purgeKeys();
+        janitor = setInterval(() => void purgeKeys(), 3600_000);
+        janitor.unref();
       },
       async stop() {
+        clearInterval(janitor);
         cache.stop();
         await launchRunner.stop();
         await webhooks.stop();

@@ -1,0 +1,49 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config/config.js';
+import { parseDuration } from '../src/config/duration.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'launch-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const KEY = Buffer.alloc(32, 1).toString('base64');
+
+function refusal(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig({ DATA_DIR: dir, ...env });
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('config was accepted');
+}
+
+describe('configuration', () => {
+  it('runs on defaults: port 8080, embedded chain, the seed schedule and breaker, a generated secret key', () => {
+    const config = loadConfig({ DATA_DIR: dir });
+    expect(config.port).toBe(8080);
+    expect(config.chain.mode).toBe('embedded');
+    expect(config.webhooks.retrySchedule).toEqual([0, 30_000, 120_000, 600_000, 3_600_000]);
+    expect(config.breaker).toEqual({ failureThreshold: 3, resetTimeoutMs: 300_000 });
+    expect(config.secretKey).toHaveLength(32);
+    expect(loadConfig({ DATA_DIR: dir }).secretKey.equals(config.secretKey)).toBe(true);
+  });
+
+  it('names the bad variable', () => {
+    expect(refusal({ PORT: '99999' }).variable).toBe('PORT');
+    expect(refusal({ WEBHOOK_RETRY_SCHEDULE: '0,30s,soon' }).variable).toBe('WEBHOOK_RETRY_SCHEDULE');
+    expect(refusal({ BREAKER_RESET_TIMEOUT: '5 minutes' }).variable).toBe('BREAKER_RESET_TIMEOUT');
+    expect(refusal({ SECRET_KEY: 'c2hvcnQ=' }).variable).toBe('SECRET_KEY');
+    expect(refusal({ NODE_ENV: 'production' }).variable).toBe('SECRET_KEY');
+    expect(refusal({ NODE_ENV: 'production', SECRET_KEY: KEY, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }).variable).toBe('WEBHOOK_ALLOW_PRIVATE_NETWORKS');
+    expect(refusal({ SOLANA_RPC_URL: 'http://127.0.0.1:8899' }).variable).toBe('SOLANA_PAYER_KEYPAIR');
+    expect(refusal({ LOG_LEVEL: 'loud' }).variable).toBe('LOG_LEVEL');
+    expect(refusal({ CHAIN_PROGRAMS_DIR: join(dir, 'absent') }).variable).toBe('CHAIN_PROGRAMS_DIR');
+  });
+
+  it('parses durations in ms, s, m, h and plain milliseconds', () => {
+    expect([parseDuration('500ms'), parseDuration('30s'), parseDuration('2m'), parseDuration('1h'), parseDuration('250')]).toEqual([500, 30_000, 120_000, 3_600_000, 250]);
+    expect(parseDuration('1d')).toBeUndefined();
+  });
+});
