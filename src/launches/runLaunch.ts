@@ -30,13 +30,18 @@ export type StepRunner = (input: StepRunInput) => Promise<StepRunOutput>;
 
 export type RunOutcome = { kind: 'complete' } | { kind: 'failed' } | { kind: 'retry'; attempt: number } | { kind: 'paused' };
 
-interface RunArgs {
+/** The collaborators a launch run needs. */
+export interface LaunchRunDeps {
   db: Db;
   clock: Clock;
   logger: Logger;
   signal: OutboxSignal;
   runStep: StepRunner;
+  /** Waits for the launch's transactions to be final before `launch.complete` (RPC: finalized). */
   finalize(signatures: string[]): Promise<void>;
+}
+
+interface RunArgs extends LaunchRunDeps {
   launch: LaunchRow;
   leaseOwner: string;
   maxStepAttempts: number;

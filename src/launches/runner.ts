@@ -1,22 +1,11 @@
-import type { Logger } from 'pino';
-import type { Db } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
-import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { backoffMs } from '../lib/retry.js';
-import type { OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
 import { claimLaunch, extendLease, LeaseLostError, releaseLaunch } from './runStore.js';
-import { runLaunchSteps, type StepRunner } from './runLaunch.js';
+import { runLaunchSteps, type LaunchRunDeps } from './runLaunch.js';
 
-export interface LaunchRunnerOptions {
-  db: Db;
-  clock: Clock;
-  logger: Logger;
-  signal: OutboxSignal;
-  runStep: StepRunner;
-  /** Waits for the launch's transactions to be final before `launch.complete` (RPC: finalized). */
-  finalize(signatures: string[]): Promise<void>;
+export interface LaunchRunnerOptions extends LaunchRunDeps {
   concurrency?: number;
   leaseMs?: number;
   pollIntervalMs?: number;

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DbOrTx } from '../../db/database.js';
 import type { DeliveryRow } from '../../db/schema.js';
 
@@ -19,67 +20,42 @@ export interface ClaimArgs {
  * Atomically leases due deliveries in one `UPDATE … RETURNING`: pending, due, not leased (or the
  * lease expired, so a crashed dispatcher's work is reclaimed), and within the host's in-flight cap.
  * Claiming counts the attempt, so a crash mid-attempt still consumes it.
+ *
+ * The cost does not grow with the backlog: hosts with pending work are found by skipping through
+ * the (status, host, next_attempt_at) index one host at a time, each host contributes at most
+ * `perHostCap` candidates read in due order from that index, and live leases are counted from a
+ * partial index (migration 004). Only those few candidates are ranked.
  */
 export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
   if (args.limit <= 0) return [];
-  const rows = await db
-    .updateTable('deliveries')
-    .set((eb) => ({
-      lease_owner: args.owner,
-      lease_expires_at: args.now + args.leaseMs,
-      attempt_count: eb('attempt_count', '+', 1),
-      updated_at: args.now,
-    }))
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom((qb) =>
-          qb
-            .selectFrom('deliveries as d')
-            // Live leases per host, counted once per host (not once per candidate row).
-            .leftJoin(
-              (sub) =>
-                sub
-                  .selectFrom('deliveries as b')
-                  .select((b) => ['b.host', b.fn.countAll<number>().as('n')])
-                  .where('b.status', '=', 'pending')
-                  .where('b.lease_owner', 'is not', null)
-                  .where('b.lease_expires_at', '>', args.now)
-                  .groupBy('b.host')
-                  .as('busy'),
-              (join) => join.onRef('busy.host', '=', 'd.host'),
-            )
-            .select((e) => [
-              'd.id',
-              'd.next_attempt_at',
-              'd.created_at',
-              e.fn.agg<number>('row_number').over((ob) => ob.partitionBy('d.host').orderBy('d.next_attempt_at').orderBy('d.created_at')).as('rn'),
-              e.fn.coalesce('busy.n', e.lit(0)).as('busy'),
-            ])
-            .where('d.status', '=', 'pending')
-            .where('d.next_attempt_at', '<=', args.now)
-            // Hosts already at their cap are left out before ranking: a saturated host's backlog costs nothing.
-            .where('d.host', 'not in', (e) =>
-              e
-                .selectFrom('deliveries as f')
-                .select('f.host')
-                .where('f.status', '=', 'pending')
-                .where('f.lease_owner', 'is not', null)
-                .where('f.lease_expires_at', '>', args.now)
-                .groupBy('f.host')
-                .having((h) => h.fn.countAll(), '>=', args.perHostCap),
-            )
-            .where((w) => w.or([w('d.lease_owner', 'is', null), w('d.lease_expires_at', '<=', args.now)]))
-            .$if(args.excludeHosts.length > 0, (q) => q.where('d.host', 'not in', args.excludeHosts))
-            .$if(args.onlyHost !== undefined, (q) => q.where('d.host', '=', args.onlyHost!))
-            .as('ranked'),
-        )
-        .select('ranked.id')
-        .where((w) => w(w('ranked.rn', '+', w.ref('ranked.busy')), '<=', args.perHostCap))
-        .orderBy('ranked.next_attempt_at')
-        .orderBy('ranked.created_at')
-        .limit(args.limit),
+  const excluded = args.excludeHosts.length > 0 ? sql`and hosts.h not in (${sql.join(args.excludeHosts)})` : sql``;
+  const only = args.onlyHost !== undefined ? sql`and hosts.h = ${args.onlyHost}` : sql``;
+  const { rows } = await sql<DeliveryRow>`
+    with recursive hosts(h) as (
+      select (select host from deliveries where status = 'pending' order by host limit 1)
+      union all
+      select (select host from deliveries where status = 'pending' and host > hosts.h order by host limit 1) from hosts where hosts.h is not null
+    ),
+    candidates as (
+      select c.id, c.host, c.next_attempt_at, c.created_at from hosts
+      join deliveries c on c.id in (
+        select y.id from deliveries y
+        where y.status = 'pending' and y.host = hosts.h and y.next_attempt_at <= ${args.now}
+          and (y.lease_owner is null or y.lease_expires_at <= ${args.now})
+        order by y.next_attempt_at
+        limit ${args.perHostCap})
+      where hosts.h is not null ${excluded} ${only}
+    ),
+    ranked as (
+      select k.id, k.next_attempt_at, k.created_at,
+        row_number() over (partition by k.host order by k.next_attempt_at, k.created_at) as rn,
+        (select count(*) from deliveries b
+          where b.host = k.host and b.lease_owner is not null and b.status = 'pending' and b.lease_expires_at > ${args.now}) as busy
+      from candidates k
     )
-    .returningAll()
-    .execute();
+    update deliveries
+    set lease_owner = ${args.owner}, lease_expires_at = ${args.now + args.leaseMs}, attempt_count = attempt_count + 1, updated_at = ${args.now}
+    where id in (select id from ranked where rn + busy <= ${args.perHostCap} order by next_attempt_at, created_at limit ${args.limit})
+    returning *`.execute(db);
   return rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.created_at - b.created_at);
 }
