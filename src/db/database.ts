@@ -21,7 +21,7 @@ export function openDatabase(path: string): OpenedDatabase {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   let closed = false;
   return {
     db,
@@ -30,6 +30,26 @@ export function openDatabase(path: string): OpenedDatabase {
       if (closed) return;
       closed = true;
       await db.destroy();
+    },
+  };
+}
+
+/**
+ * Kysely's SQLite driver prepares every query afresh; the dispatcher and the health check run the
+ * same few statements thousands of times, so reuse them (LRU by SQL text). Safe because
+ * better-sqlite3 runs each statement to completion synchronously (nothing here streams).
+ */
+function withStatementCache(sqlite: SqliteDatabase.Database, max = 256): { close(): void; prepare(sql: string): SqliteDatabase.Statement } {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql) {
+      let stmt = cache.get(sql);
+      if (stmt) cache.delete(sql);
+      else stmt = sqlite.prepare(sql);
+      cache.set(sql, stmt);
+      if (cache.size > max) cache.delete(cache.keys().next().value as string);
+      return stmt;
     },
   };
 }
