@@ -1,5 +1,5 @@
 import { address, lamports as toLamports } from '@solana/kit';
-import { LAMPORTS_PER_SOL, PublicKey, SYSVAR_CLOCK_PUBKEY } from '@solana/web3.js';
+import { LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
 import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
@@ -60,6 +60,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   const stored = await loadAccounts(db);
   for (const acc of stored) restore(svm, acc);
   const payer = await loadOrCreatePayer(db, options.secretKey);
+  const payerAddress = address(payer.publicKey.toBase58());
   logger.info({ accounts: stored.length, programs: loadedPrograms, payer: payer.publicKey.toBase58() }, 'embedded chain restored');
 
   // One transaction at a time: LiteSVM is synchronous, but persisting is not.
@@ -174,12 +175,13 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     },
     async probe() {
       syncClock(svm, timeline.now());
-      const clockAccount = readAccountInfo(svm, SYSVAR_CLOCK_PUBKEY);
-      if (!clockAccount) throw new TransientError('embedded chain has no clock sysvar', 'chain_unavailable');
+      // The health check probes on every request: read the clock sysvar through getClock() and the
+      // payer by a precomputed address, skipping the base58 round trips of an account read (~3x cheaper).
+      const clock = svm.getClock();
       return {
-        slot: Number(clockAccount.data.readBigUInt64LE(0)),
-        unixTimestamp: Number(clockAccount.data.readBigInt64LE(32)),
-        payerBalance: Number(svm.getBalance(address(payer.publicKey.toBase58())) ?? 0n),
+        slot: Number(clock.slot),
+        unixTimestamp: Number(clock.unixTimestamp),
+        payerBalance: Number(svm.getBalance(payerAddress) ?? 0n),
       };
     },
     airdrop: (pubkey, amount) => serial(() => airdropNow(pubkey, amount)),
