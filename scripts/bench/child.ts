@@ -10,6 +10,8 @@ export interface BenchChild<T> {
   first: T;
   /** Every later JSON line, in order. */
   lines: unknown[];
+  /** Resolves with the next JSON line the child prints. */
+  nextLine(): Promise<unknown>;
   exited: Promise<number | null>;
   stop(): Promise<void>;
 }
@@ -17,11 +19,12 @@ export interface BenchChild<T> {
 /** Spawns `node --import tsx <script>` from scripts/bench and waits for its first JSON line. */
 export async function spawnBenchChild<T>(script: string, args: string[] = [], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<BenchChild<T>> {
   const file = fileURLToPath(new URL(`./${script}`, import.meta.url));
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', file, ...args], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', file, ...args], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const lines: unknown[] = [];
+  const lineWaiters: Array<(line: unknown) => void> = [];
   const first = await new Promise<T>((resolve, reject) => {
     let got = false;
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -31,8 +34,10 @@ export async function spawnBenchChild<T>(script: string, args: string[] = [], en
       } catch {
         return;
       }
-      if (got) lines.push(parsed);
-      else {
+      if (got) {
+        lines.push(parsed);
+        lineWaiters.shift()?.(parsed);
+      } else {
         got = true;
         resolve(parsed as T);
       }
@@ -45,6 +50,7 @@ export async function spawnBenchChild<T>(script: string, args: string[] = [], en
     child,
     first,
     lines,
+    nextLine: () => new Promise((resolve) => lineWaiters.push(resolve)),
     exited,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');

@@ -42,13 +42,19 @@ async function healthyRate(opts: { healthy: number; dead: number; windowMs: numb
   }
 }
 
-/** `isolation`: healthy-host deliveries/s with a dead host beside it ÷ the same without it. */
-export async function benchIsolation(windowMs = 6000): Promise<{ result: BenchResult; note: string }> {
+/** `isolation`: healthy-host deliveries/s with a dead host beside it ÷ the same without it (alternated twice, best of each). */
+export async function benchIsolation(windowMs = 5000): Promise<{ result: BenchResult; note: string }> {
   const healthy = 3000;
-  const without = await healthyRate({ healthy, dead: 0, windowMs });
-  const withDead = await healthyRate({ healthy, dead: 2000, windowMs });
+  let without = 0;
+  let withDead = 0;
+  let deadAttempts = 0;
+  for (let round = 0; round < 2; round++) {
+    without = Math.max(without, (await healthyRate({ healthy, dead: 0, windowMs })).perSecond);
+    const got = await healthyRate({ healthy, dead: 2000, windowMs });
+    if (got.perSecond > withDead) ({ perSecond: withDead, deadAttempts } = got);
+  }
   return {
-    result: result('isolation', withDead.perSecond, 'deliveries/s', without.perSecond),
-    note: `healthy backlog ${healthy}; dead host: 2000 pending, 500 ms timeout, ${withDead.deadAttempts} attempts timed out in the window`,
+    result: result('isolation', withDead, 'deliveries/s', without),
+    note: `healthy backlog ${healthy}, ${windowMs / 1000} s windows; dead host: 2000 pending, never answers, 500 ms timeout, breaker out of reach, ${deadAttempts} attempts timed out in the window`,
   };
 }

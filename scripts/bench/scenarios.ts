@@ -36,7 +36,7 @@ export const scenarios: Scenario[] = [
   { name: 'dispatch', run: async () => (({ result, note }) => rows([result], note))(await benchDispatch(5000, 8000)) },
   { name: 'health', run: async () => (({ result, note }) => rows([result], note))(await benchHealth(5000)) },
   { name: 'delivery-latency', run: async () => (({ results, note }) => rows(results, note))(await benchLatency(500, 8000)) },
-  { name: 'isolation', run: async () => (({ result, note }) => rows([result], note))(await benchIsolation(6000)) },
+  { name: 'isolation', run: async () => (({ result, note }) => rows([result], note))(await benchIsolation(5000)) },
   { name: 'backlog-memory', run: async () => (({ result, note }) => rows([result], note))(await benchBacklog(100_000, 5000)) },
   { name: 'pipeline', run: async () => (({ result, note }) => rows([result], note))(await benchPipeline(30)) },
 ];
