@@ -5,6 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { scenarios } from './bench/scenarios.js';
@@ -33,6 +34,8 @@ for (const scenario of selected) {
 process.stdout.write(`\n${formatTable(rows)}\n\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
 if (values.json) {
   const results = rows.map(({ name, value, unit, baseline, ratio }) => ({ name, value, unit, baseline, ratio }));
-  writeFileSync(values.json, `${JSON.stringify({ results }, null, 2)}\n`);
-  process.stdout.write(`wrote ${values.json}\n`);
+  // npm runs scripts from the package root; a relative path means relative to where npm was invoked.
+  const file = resolve(process.env.INIT_CWD ?? process.cwd(), values.json);
+  writeFileSync(file, `${JSON.stringify({ results }, null, 2)}\n`);
+  process.stdout.write(`wrote ${file}\n`);
 }
