@@ -8,6 +8,7 @@ import type { ChainBackend } from './chain/backend.js';
 import type { Config } from './config/config.js';
 import { createSecretBox } from './crypto/secretBox.js';
 import { migrateToLatest, openDatabase, type Db } from './db/database.js';
+import { cachedHealth } from './health/cachedHealth.js';
 import { checkHealth, type BreakerSource } from './health/healthService.js';
 import { createApp } from './http/app.js';
 import type { AppEnv } from './http/env.js';
@@ -72,7 +73,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
     });
     runnerRef.current = runner;
 
-    const health = () =>
+    const runChecks = () =>
       checkHealth({
         clock,
         version: config.version,
@@ -93,6 +94,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
           },
         },
       });
+    const health = cachedHealth(runChecks, clock, config.healthCacheMs);
 
     const launchRunner = runner;
     const app = createApp({

@@ -38,6 +38,8 @@ export interface Config {
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
   healthCheckTimeoutMs: number;
+  /** How long one health report is shared between requests (0: every request runs the checks). */
+  healthCacheMs: number;
   version: string;
 }
 
@@ -193,6 +195,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: intVar(env, 'RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
     healthCheckTimeoutMs: durationVar(env, 'HEALTH_CHECK_TIMEOUT_MS', 1500),
+    healthCacheMs: durationVar(env, 'HEALTH_CACHE_MS', 1000),
     version: readPackageVersion(),
   };
 }

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { checkHealth, type HealthDeps } from '../../src/health/healthService.js';
+import { cachedHealth } from '../../src/health/cachedHealth.js';
+import { checkHealth, type HealthDeps, type HealthReport } from '../../src/health/healthService.js';
 import { createApp } from '../../src/http/app.js';
 import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
 import { createHealthRoutes } from '../../src/http/routes/health.js';
-import { systemClock } from '../../src/lib/clock.js';
+import { manualClock, systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { startTestService } from '../support/service.js';
 import { openDatabase } from '../../src/db/database.js';
@@ -96,5 +97,28 @@ describe('GET /api/health', () => {
     expect(await res.text()).toBe('');
     expect(calls.count).toBe(0);
     expect(res.headers.get('x-request-id')).toBeTruthy();
+  });
+});
+
+describe('shared health reports', () => {
+  it('runs the checks once for concurrent requests and again once the report is older than its bound', async () => {
+    const clock = manualClock();
+    let runs = 0;
+    const run = async (): Promise<HealthReport> => {
+      runs++;
+      await new Promise((r) => setTimeout(r, 5));
+      return { status: 'healthy', timestamp: new Date(clock.now()).toISOString(), version: 'x', checks: {} as HealthReport['checks'], uptime: 0, circuitBreakers: {} };
+    };
+    const health = cachedHealth(run, clock, 1000);
+    const burst = await Promise.all([health(), health(), health()]);
+    expect(runs).toBe(1);
+    expect(new Set(burst).size).toBe(1);
+    clock.advance(999);
+    await health();
+    expect(runs).toBe(1);
+    clock.advance(1);
+    const fresh = await health();
+    expect(runs).toBe(2);
+    expect(fresh.timestamp).toBe(new Date(clock.now()).toISOString());
   });
 });
