@@ -1,7 +1,7 @@
 /**
  * Child process of the `health` benchmark, so the server has its own core and the load generator
  * the other. argv[2]: `service` (the whole service on @hono/node-server) or `bare` (node:http
- * answering BENCH_HEALTH_BODY). Prints `{"port": N}` once listening; exits on SIGTERM.
+ * answering BENCH_HEALTH_BODY with BENCH_HEALTH_HEADERS). Prints `{"port": N}` once listening; exits on SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,8 +20,9 @@ const ready = (port: number) => process.stdout.write(`${JSON.stringify({ port })
 
 if (mode === 'bare') {
   const body = process.env.BENCH_HEALTH_BODY ?? '{}';
+  const headers = JSON.parse(process.env.BENCH_HEALTH_HEADERS ?? '{"content-type":"application/json"}') as Record<string, string>;
   const server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    res.writeHead(200, headers).end(body);
   });
   server.keepAliveTimeout = 60_000;
   server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
