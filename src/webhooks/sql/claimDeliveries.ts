@@ -23,8 +23,9 @@ export interface ClaimArgs {
  *
  * The cost does not grow with the backlog: hosts with pending work are found by skipping through
  * the (status, host, next_attempt_at) index one host at a time, each host contributes at most
- * `perHostCap` candidates read in due order from that index, and live leases are counted from a
- * partial index (migration 004). Only those few candidates are ranked.
+ * `perHostCap` candidates read in due order from that index, and live leases are counted once per
+ * host from a partial index (migration 004); a host already at its cap contributes no candidates.
+ * Only those few candidates are ranked.
  */
 export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
   if (args.limit <= 0) return [];
@@ -36,21 +37,26 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
       union all
       select (select host from deliveries where status = 'pending' and host > hosts.h order by host limit 1) from hosts where hosts.h is not null
     ),
+    busy_hosts as (
+      select hosts.h as host,
+        (select count(*) from deliveries b
+          where b.host = hosts.h and b.lease_owner is not null and b.status = 'pending' and b.lease_expires_at > ${args.now}) as busy
+      from hosts
+      where hosts.h is not null ${excluded} ${only}
+    ),
     candidates as (
-      select c.id, c.host, c.next_attempt_at, c.created_at from hosts
+      select c.id, c.host, c.next_attempt_at, c.created_at, bh.busy from busy_hosts bh
       join deliveries c on c.id in (
         select y.id from deliveries y
-        where y.status = 'pending' and y.host = hosts.h and y.next_attempt_at <= ${args.now}
+        where y.status = 'pending' and y.host = bh.host and y.next_attempt_at <= ${args.now}
           and (y.lease_owner is null or y.lease_expires_at <= ${args.now})
         order by y.next_attempt_at
         limit ${args.perHostCap})
-      where hosts.h is not null ${excluded} ${only}
+      where bh.busy < ${args.perHostCap}
     ),
     ranked as (
-      select k.id, k.next_attempt_at, k.created_at,
-        row_number() over (partition by k.host order by k.next_attempt_at, k.created_at) as rn,
-        (select count(*) from deliveries b
-          where b.host = k.host and b.lease_owner is not null and b.status = 'pending' and b.lease_expires_at > ${args.now}) as busy
+      select k.id, k.next_attempt_at, k.created_at, k.busy,
+        row_number() over (partition by k.host order by k.next_attempt_at, k.created_at) as rn
       from candidates k
     )
     update deliveries
