@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 import type { DeliveryRow } from '../db/schema.js';
 import type { AttemptOutcome } from './httpClient.js';
 import { retryDelayAfter } from './schedule.js';
@@ -23,10 +23,15 @@ export interface SettleInput {
  * lease), the attempt log row, and — after the last failure — the dead letter.
  */
 export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleResult> {
+  return db.transaction().execute((trx) => settleAttemptIn(trx, input));
+}
+
+/** The writes of {@link settleAttempt}, inside a transaction the caller holds (see settleBatcher). */
+export async function settleAttemptIn(trx: Tx, input: SettleInput): Promise<SettleResult> {
   const { delivery, outcome, now } = input;
   const attempt = delivery.attempt_count;
   const args = { id: delivery.id, owner: input.owner, now, statusCode: outcome.statusCode, error: outcome.errorMessage };
-  return db.transaction().execute(async (trx) => {
+  {
     let result: SettleResult;
     if (outcome.ok) {
       result = (await markDelivered(trx, args)) ? 'delivered' : 'lease_lost';
@@ -63,5 +68,5 @@ export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleR
       response_body: outcome.responseBody,
     });
     return result;
-  });
+  }
 }

@@ -1,0 +1,45 @@
+import { sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { manualClock } from '../../src/lib/clock.js';
+import { createSettleBatcher } from '../../src/webhooks/settleBatcher.js';
+import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, type TestDb } from './helpers.js';
+
+describe('settling attempts in shared transactions', () => {
+  const clock = manualClock();
+  const box = newSecretBox();
+  let tdb: TestDb;
+  beforeEach(async () => {
+    tdb = await createTestDb();
+  });
+  afterEach(async () => tdb.close());
+
+  const ok = { ok: true, statusCode: 200, durationMs: 1, responseBody: '', errorClass: null, errorMessage: null };
+  const claimAll = () => claimDueDeliveries(tdb.db, { owner: 'A', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [] });
+  const input = (row: Awaited<ReturnType<typeof claimAll>>[number]) => ({ delivery: row, owner: 'A', launchOwner: 'acme', outcome: ok, startedAt: clock.now(), now: clock.now(), schedule: [0, 30_000] });
+
+  it('settles attempts finished together, each with its state and attempt log', async () => {
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box }), 3);
+    const rows = await claimAll();
+    const batcher = createSettleBatcher(tdb.db);
+    expect(await Promise.all(rows.map((row) => batcher.settle(input(row))))).toEqual(['delivered', 'delivered', 'delivered']);
+    const settled = await tdb.db.selectFrom('deliveries').select(['status', 'lease_owner']).execute();
+    expect(settled).toEqual(Array(3).fill({ status: 'delivered', lease_owner: null }));
+    expect(await tdb.db.selectFrom('delivery_attempts').selectAll().execute()).toHaveLength(3);
+  });
+
+  it('leaves every attempt of a failed batch leased and unsettled, to be claimed again when the lease expires', async () => {
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box }), 3);
+    const rows = await claimAll();
+    // Make the attempt-log insert of one delivery fail inside the shared transaction.
+    await sql.raw(`create trigger refuse before insert on delivery_attempts when new.delivery_id = '${rows[1]!.id}' begin select raise(abort, 'disk full'); end`).execute(tdb.db);
+    const batcher = createSettleBatcher(tdb.db);
+    const results = await Promise.allSettled(rows.map((row) => batcher.settle(input(row))));
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    const after = await tdb.db.selectFrom('deliveries').select(['status', 'lease_owner']).execute();
+    expect(after).toEqual(Array(3).fill({ status: 'pending', lease_owner: 'A' }));
+    expect(await tdb.db.selectFrom('delivery_attempts').selectAll().execute()).toHaveLength(0);
+    clock.advance(60_000);
+    expect(await claimDueDeliveries(tdb.db, { owner: 'B', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [] })).toHaveLength(3);
+  });
+});
