@@ -1,5 +1,6 @@
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect, type Transaction } from 'kysely';
+import { startBackgroundCheckpointer, type BackgroundCheckpointer } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
 
@@ -14,14 +15,23 @@ export interface OpenedDatabase {
   close(): Promise<void>;
 }
 
-/** Opens the SQLite file with WAL and a busy timeout. Does not migrate. */
-export function openDatabase(path: string): OpenedDatabase {
+/**
+ * Opens the SQLite file with WAL and a busy timeout. Does not migrate. A file database checkpoints
+ * its WAL from a worker thread (see {@link startBackgroundCheckpointer}) unless
+ * `backgroundCheckpoint` is false, in which case SQLite's automatic checkpoint stays on.
+ */
+export function openDatabase(path: string, options: { backgroundCheckpoint?: boolean } = {}): OpenedDatabase {
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  let checkpointer: BackgroundCheckpointer | undefined;
+  if (path !== ':memory:' && options.backgroundCheckpoint !== false) {
+    sqlite.pragma('wal_autocheckpoint = 0');
+    checkpointer = startBackgroundCheckpointer(path);
+  }
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, () => void checkpointer?.stop()) }) });
   let closed = false;
   return {
     db,
@@ -29,6 +39,8 @@ export function openDatabase(path: string): OpenedDatabase {
     async close() {
       if (closed) return;
       closed = true;
+      // The worker's connection closes first, so ours is the last and SQLite removes the WAL.
+      await checkpointer?.stop();
       await db.destroy();
     },
   };
@@ -39,10 +51,13 @@ export function openDatabase(path: string): OpenedDatabase {
  * same few statements thousands of times, so reuse them (LRU by SQL text). Safe because
  * better-sqlite3 runs each statement to completion synchronously (nothing here streams).
  */
-function withStatementCache(sqlite: SqliteDatabase.Database, max = 256): { close(): void; prepare(sql: string): SqliteDatabase.Statement } {
+function withStatementCache(sqlite: SqliteDatabase.Database, onClose: () => void, max = 256): { close(): void; prepare(sql: string): SqliteDatabase.Statement } {
   const cache = new Map<string, SqliteDatabase.Statement>();
   return {
-    close: () => sqlite.close(),
+    close: () => {
+      onClose();
+      sqlite.close();
+    },
     prepare(sql) {
       let stmt = cache.get(sql);
       if (stmt) cache.delete(sql);

@@ -1,0 +1,41 @@
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, describe, expect, it } from 'vitest';
+import { migrateToLatest, openDatabase } from '../../src/db/database.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'launch-ckpt-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function fill(path: string, options?: { backgroundCheckpoint?: boolean }) {
+  const opened = openDatabase(path, options);
+  await migrateToLatest(opened.db);
+  await sql`create table filler (id integer primary key, pad text)`.execute(opened.db);
+  for (let i = 0; i < 3000; i++) await sql`insert into filler (pad) values (${'x'.repeat(500)})`.execute(opened.db);
+  return opened;
+}
+
+describe('WAL checkpoints off the event loop', () => {
+  it('leaves automatic checkpoints off on the service connection and copies the WAL into the file from the worker', async () => {
+    const path = join(dir, 'bg.sqlite');
+    const opened = await fill(path);
+    expect(opened.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    const before = statSync(path).size;
+    // The worker checkpoints every second: the main file grows while this thread only waits.
+    const deadline = Date.now() + 5000;
+    while (statSync(path).size <= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(statSync(path).size).toBeGreaterThan(before + 1_000_000);
+    await opened.close();
+    expect(existsSync(`${path}-wal`)).toBe(false);
+    const reopened = openDatabase(path, { backgroundCheckpoint: false });
+    expect((await sql<{ n: number }>`select count(*) as n from filler`.execute(reopened.db)).rows[0]?.n).toBe(3000);
+    await reopened.close();
+  });
+
+  it('keeps SQLite automatic checkpoints when asked not to use the worker', async () => {
+    const opened = await fill(join(dir, 'auto.sqlite'), { backgroundCheckpoint: false });
+    expect(opened.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await opened.close();
+  });
+});
