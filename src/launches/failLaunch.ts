@@ -2,7 +2,8 @@ import type { Db } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
-import { failStep, insertLaunchDeadLetter, updateLeasedLaunchOrThrow } from './runStore.js';
+import { insertDeadLetter } from '../webhooks/sql/deadLetters.js';
+import { failStep, updateLeasedLaunchOrThrow } from './runStore.js';
 
 /**
  * Fails a launch at a step: the step and launch rows, `launch.failed` with `partialResults`, and a
@@ -28,7 +29,7 @@ export async function failLaunch(
       requestId: launch.request_id,
       data: { error, partialResults: failure.results },
     });
-    await insertLaunchDeadLetter(trx, { owner: launch.owner, launchId: launch.id, step: failure.step, code: failure.code, message: failure.message, now });
+    await insertDeadLetter(trx, { kind: 'launch', owner: launch.owner, launchId: launch.id, step: failure.step, errorCode: failure.code, errorMessage: failure.message, now });
   });
   deps.signal.notify();
 }

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { DbOrTx } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
-import { newId } from '../lib/ids.js';
 
 /**
  * Claims the oldest runnable launch with a lease in one statement: queued or processing, due,
@@ -120,31 +119,4 @@ export async function updateLeasedLaunch(
 ): Promise<boolean> {
   const result = await db.updateTable('launches').set(args.set).where('id', '=', args.launchId).where('lease_owner', '=', args.owner).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
-}
-
-/** Dead-letters a failed launch for review; retrying it resumes at `step`. */
-export async function insertLaunchDeadLetter(
-  db: DbOrTx,
-  args: { owner: string; launchId: string; step: string; code: string; message: string; now: number },
-): Promise<string> {
-  const id = newId('dlq');
-  await db
-    .insertInto('dead_letters')
-    .values({
-      id,
-      kind: 'launch',
-      owner: args.owner,
-      launch_id: args.launchId,
-      delivery_id: null,
-      event_id: null,
-      step: args.step,
-      error_code: args.code,
-      error_message: args.message,
-      status: 'open',
-      created_at: args.now,
-      updated_at: args.now,
-      resolved_at: null,
-    })
-    .execute();
-  return id;
 }

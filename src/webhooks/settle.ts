@@ -3,7 +3,7 @@ import type { DeliveryRow } from '../db/schema.js';
 import type { AttemptOutcome } from './httpClient.js';
 import { retryDelayAfter } from './schedule.js';
 import { insertAttempt } from './sql/attempts.js';
-import { insertDeliveryDeadLetter } from './sql/deadLetters.js';
+import { insertDeadLetter } from './sql/deadLetters.js';
 import { markDelivered, markFailed, scheduleRetry } from './sql/settleDeliveries.js';
 
 export type SettleResult = 'delivered' | 'retrying' | 'failed' | 'lease_lost';
@@ -41,7 +41,8 @@ export async function settleAttemptIn(trx: Tx, input: SettleInput): Promise<Sett
         result = (await scheduleRetry(trx, { ...args, nextAttemptAt: now + delay })) ? 'retrying' : 'lease_lost';
       } else if (await markFailed(trx, args)) {
         result = 'failed';
-        await insertDeliveryDeadLetter(trx, {
+        await insertDeadLetter(trx, {
+          kind: 'delivery',
           owner: input.launchOwner,
           launchId: delivery.launch_id,
           deliveryId: delivery.id,

@@ -2,29 +2,33 @@ import type { DbOrTx } from '../../db/database.js';
 import type { DeadLetterRow } from '../../db/schema.js';
 import { newId } from '../../lib/ids.js';
 
-export interface DeliveryDeadLetterInput {
+export interface DeadLetterInput {
+  kind: DeadLetterRow['kind'];
   owner: string;
   launchId: string;
-  deliveryId: string;
-  eventId: string;
+  /** Delivery dead letters: the delivery and its event. */
+  deliveryId?: string;
+  eventId?: string;
+  /** Launch dead letters: the failed step, where a retry resumes. */
+  step?: string;
   errorCode: string;
   errorMessage: string;
   now: number;
 }
 
-/** Dead-letters a delivery that exhausted its attempts. */
-export async function insertDeliveryDeadLetter(db: DbOrTx, d: DeliveryDeadLetterInput): Promise<string> {
+/** Records a launch job or a delivery for review (the dead letter table of SPEC §1). */
+export async function insertDeadLetter(db: DbOrTx, d: DeadLetterInput): Promise<string> {
   const id = newId('dlq');
   await db
     .insertInto('dead_letters')
     .values({
       id,
-      kind: 'delivery',
+      kind: d.kind,
       owner: d.owner,
       launch_id: d.launchId,
-      delivery_id: d.deliveryId,
-      event_id: d.eventId,
-      step: null,
+      delivery_id: d.deliveryId ?? null,
+      event_id: d.eventId ?? null,
+      step: d.step ?? null,
       error_code: d.errorCode,
       error_message: d.errorMessage,
       status: 'open',
