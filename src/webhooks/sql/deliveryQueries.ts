@@ -53,30 +53,25 @@ const deliveryColumns = [
   'l.owner',
 ] as const;
 
-/** A delivery with its event kind, sequence and the launch owner. */
-export async function getDelivery(db: DbOrTx, deliveryId: string) {
+/** Deliveries joined with their event and launch, the shape the delivery routes show. */
+function deliveryViews(db: DbOrTx) {
   return db
     .selectFrom('deliveries as d')
     .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
     .innerJoin('launches as l', 'l.id', 'd.launch_id')
-    .select(deliveryColumns)
-    .where('d.id', '=', deliveryId)
-    .executeTakeFirst();
+    .select(deliveryColumns);
+}
+
+/** A delivery with its event kind, sequence and the launch owner. */
+export async function getDelivery(db: DbOrTx, deliveryId: string) {
+  return deliveryViews(db).where('d.id', '=', deliveryId).executeTakeFirst();
 }
 
 export type DeliveryView = NonNullable<Awaited<ReturnType<typeof getDelivery>>>;
 
 /** Every delivery of a launch, oldest first (by event sequence, then creation). */
 export async function listLaunchDeliveries(db: DbOrTx, launchId: string): Promise<DeliveryView[]> {
-  return db
-    .selectFrom('deliveries as d')
-    .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
-    .innerJoin('launches as l', 'l.id', 'd.launch_id')
-    .select(deliveryColumns)
-    .where('d.launch_id', '=', launchId)
-    .orderBy('e.sequence')
-    .orderBy('d.created_at')
-    .execute();
+  return deliveryViews(db).where('d.launch_id', '=', launchId).orderBy('e.sequence').orderBy('d.created_at').execute();
 }
 
 /** The launch's owner and current webhook URL, or undefined when there is no such launch. */
