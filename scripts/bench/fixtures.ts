@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
+import { insertLaunch } from '../../src/launches/store.js';
 import { newId } from '../../src/lib/ids.js';
 import { endpointHost, type WebhookEnvelope } from '../../src/webhooks/outbox.js';
 
@@ -42,26 +43,16 @@ export async function createBenchDb(path?: string): Promise<BenchDb> {
 /** Inserts a queued launch whose webhook goes to `url`, its secret sealed like the API does. */
 export async function insertBenchLaunch(db: Db, box: SecretBox, url: string, now = Date.now()): Promise<string> {
   const id = newId('lch');
-  await db
-    .insertInto('launches')
-    .values({
-      id,
-      owner: 'bench',
-      status: 'queued',
-      request: JSON.stringify({ name: 'Bench Token', ticker: 'BNCH' }),
-      webhook_url: url,
-      webhook_secret_enc: box.seal(BENCH_SECRET),
-      key_material_enc: null,
-      error: null,
-      request_id: 'req_bench',
-      created_at: now,
-      updated_at: now,
-      started_at: null,
-      completed_at: null,
-      lease_owner: null,
-      lease_expires_at: null,
-    })
-    .execute();
+  await insertLaunch(db, {
+    id,
+    owner: 'bench',
+    request: JSON.stringify({ name: 'Bench Token', ticker: 'BNCH' }),
+    webhookUrl: url,
+    webhookSecretEnc: box.seal(BENCH_SECRET),
+    requestId: 'req_bench',
+    steps: [],
+    now,
+  });
   return id;
 }
 

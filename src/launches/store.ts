@@ -27,6 +27,7 @@ export async function insertLaunch(
       completed_at: null,
     })
     .execute();
+  if (args.steps.length === 0) return;
   await trx
     .insertInto('launch_steps')
     .values(

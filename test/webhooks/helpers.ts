@@ -10,6 +10,7 @@ import type { Config } from '../../src/config/config.js';
 import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import type { Clock } from '../../src/lib/clock.js';
+import { insertLaunch as insertLaunchRow } from '../../src/launches/store.js';
 import { newId } from '../../src/lib/ids.js';
 import { redactPaths, type Logger } from '../../src/lib/logger.js';
 import { recordEvent } from '../../src/webhooks/outbox.js';
@@ -64,27 +65,16 @@ export const newSecretBox = (): SecretBox => createSecretBox(randomBytes(32));
 /** Inserts a queued launch whose webhook secret is sealed like the launch route does. */
 export async function insertLaunch(db: Db, clock: Clock, opts: { url: string; secret: string; box: SecretBox; owner?: string }): Promise<string> {
   const id = newId('lch');
-  const now = clock.now();
-  await db
-    .insertInto('launches')
-    .values({
-      id,
-      owner: opts.owner ?? 'acme',
-      status: 'queued',
-      request: JSON.stringify({ name: 'Demo Token', ticker: 'DEMO' }),
-      webhook_url: opts.url,
-      webhook_secret_enc: opts.box.seal(opts.secret),
-      key_material_enc: null,
-      error: null,
-      request_id: 'req_test',
-      created_at: now,
-      updated_at: now,
-      started_at: null,
-      completed_at: null,
-      lease_owner: null,
-      lease_expires_at: null,
-    })
-    .execute();
+  await insertLaunchRow(db, {
+    id,
+    owner: opts.owner ?? 'acme',
+    request: JSON.stringify({ name: 'Demo Token', ticker: 'DEMO' }),
+    webhookUrl: opts.url,
+    webhookSecretEnc: opts.box.seal(opts.secret),
+    requestId: 'req_test',
+    steps: [],
+    now: clock.now(),
+  });
   return id;
 }
 
