@@ -3,8 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PublicKey } from '@solana/web3.js';
-import { getAccount, getAssociatedTokenAddressSync, getMint, TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
+import { TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { createSecretBox } from '../../src/crypto/secretBox.js';
@@ -14,7 +13,8 @@ import { parseLaunchRequest } from '../../src/launches/request.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createChainBackend } from '../../src/serviceChain.js';
-import { launchBody } from '../support/fixtures.js';
+import { ataBalance, readMintBack } from '../chain/support/readBack.js';
+import { launchBody, TOKEN_LAUNCH_EVENTS } from '../support/fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'launch-crash-'));
 const env = { ...process.env, DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent' };
@@ -71,23 +71,13 @@ describe('crash safety of launches (real processes killed with SIGKILL)', () => 
       const launch = await db.selectFrom('launches').selectAll().where('id', '=', launchId).executeTakeFirstOrThrow();
       expect(launch.status).toBe('complete');
       const events = await db.selectFrom('outbox_events').select(['event', 'sequence']).where('launch_id', '=', launchId).orderBy('sequence').execute();
-      expect(events.map((e) => e.event)).toEqual([
-        'launch.queued',
-        'launch.processing',
-        'launch.step_complete',
-        'launch.step_complete',
-        'launch.step_complete',
-        'launch.complete',
-      ]);
+      expect(events.map((e) => e.event)).toEqual(TOKEN_LAUNCH_EVENTS);
       expect(events.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
 
-      const mint = new PublicKey(JSON.parse(launch.results).mint as string);
+      const mint = JSON.parse(launch.results).mint as string;
       const chain = await createChainBackend(config, { db, clock: systemClock, logger: silentLogger() });
-      const conn = { getAccountInfo: (pk: PublicKey) => chain.getAccountInfo(pk) } as never;
-      const decoded = await getMint(conn, mint, 'confirmed', TOKEN_2022_PROGRAM_ID);
-      expect(decoded.supply).toBe(5_000_000n * 10n ** 6n);
-      const holder = await getAccount(conn, getAssociatedTokenAddressSync(mint, new PublicKey(body.creator as string), false, TOKEN_2022_PROGRAM_ID), 'confirmed', TOKEN_2022_PROGRAM_ID);
-      expect(holder.amount).toBe(5_000_000n * 10n ** 6n);
+      expect((await readMintBack(chain, mint)).mint.supply).toBe(5_000_000n * 10n ** 6n);
+      expect(await ataBalance(chain, mint, body.creator as string, TOKEN_2022_PROGRAM_ID)).toBe(5_000_000n * 10n ** 6n);
       // Exactly one mint: the only token-2022 mint account any transaction of this launch created.
       const signatures = await db.selectFrom('launch_steps').select('transactions').where('launch_id', '=', launchId).execute();
       const types = signatures.flatMap((s) => (JSON.parse(s.transactions) as Array<{ type: string }>).map((t) => t.type));

@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Keypair, PublicKey } from '@solana/web3.js';
-import { getAccount, getAssociatedTokenAddressSync, getMint, TOKEN_PROGRAM_ID } from '@solana/spl-token';
+import { Keypair } from '@solana/web3.js';
+import { TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PROGRAM_IDS } from '../../src/chain/steps/programIds.js';
+import { ataBalance, readMintBack } from '../chain/support/readBack.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -57,13 +58,10 @@ describe.skipIf(missing.length > 0)(`full spl-token launch with vesting, DAO and
     expect(data.pool.lpMint).toBeTruthy();
     expect(new Set(data.transactions.map((tx: any) => tx.type)).size).toBeGreaterThanOrEqual(5);
 
-    const conn = { getAccountInfo: (pk: PublicKey) => t.service.chain.getAccountInfo(pk) } as any;
-    const mint = await getMint(conn, new PublicKey(data.mint), 'confirmed', TOKEN_PROGRAM_ID);
+    const { mint } = await readMintBack(t.service.chain, data.mint);
     expect(mint.supply).toBe(1_000_000_000n * 10n ** 9n);
     expect(mint.mintAuthority).toBeNull();
-    const creatorAta = await getAccount(conn, getAssociatedTokenAddressSync(new PublicKey(data.mint), new PublicKey(creator)), 'confirmed');
-    expect(creatorAta.amount).toBe(200_000_000n * 10n ** 9n);
-    const lpMint = await getMint(conn, new PublicKey(data.pool.lpMint), 'confirmed', TOKEN_PROGRAM_ID);
-    expect(lpMint.supply > 0n).toBe(true);
+    expect(await ataBalance(t.service.chain, data.mint, creator, TOKEN_PROGRAM_ID)).toBe(200_000_000n * 10n ** 9n);
+    expect((await readMintBack(t.service.chain, data.pool.lpMint)).mint.supply > 0n).toBe(true);
   });
 });

@@ -1,12 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
-import { getMint, TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
+import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
 import { migrateToLatest, openDatabase, type OpenedDatabase } from '../../src/db/database.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
+import { readMintBack } from '../chain/support/readBack.js';
 import { startRpcDouble, type RpcDouble } from '../chain/support/rpcDouble.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, testConfig, type TestService } from '../support/service.js';
@@ -63,8 +64,6 @@ describe('the service on the RPC backend', () => {
     expect(got.status).toBe('complete');
     expect(got.steps.some((s: any) => s.attempts > 1)).toBe(true);
     // Read the mint back from the cluster the service used.
-    const conn = { getAccountInfo: (pk: PublicKey) => node.getAccountInfo(pk) } as never;
-    const mint = await getMint(conn, new PublicKey(got.results.mint), 'confirmed', TOKEN_2022_PROGRAM_ID);
-    expect(mint.supply).toBe(77_700n);
+    expect((await readMintBack(node, got.results.mint)).mint.supply).toBe(77_700n);
   }, 60_000);
 });

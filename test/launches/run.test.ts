@@ -1,7 +1,7 @@
-import { PublicKey } from '@solana/web3.js';
-import { getAccount, getAssociatedTokenAddressSync, getMint, TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
+import { TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
 import { afterEach, describe, expect, it } from 'vitest';
-import { launchBody } from '../support/fixtures.js';
+import { ataBalance, readMintBack } from '../chain/support/readBack.js';
+import { launchBody, TOKEN_LAUNCH_EVENTS } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let t: TestService | undefined;
@@ -9,12 +9,6 @@ afterEach(async () => {
   await t?.close();
   t = undefined;
 });
-
-async function account(svc: TestService, address: string) {
-  const info = await svc.service.chain.getAccountInfo(new PublicKey(address));
-  if (!info) throw new Error(`account ${address} missing`);
-  return info;
-}
 
 describe('launch runner on the embedded chain', () => {
   it('runs a token-2022 launch to complete, emitting queued → processing → each step → complete in sequence', async () => {
@@ -32,14 +26,7 @@ describe('launch runner on the embedded chain', () => {
     const mint = got.launch.results.mint as string;
 
     const events = await t.service.db.selectFrom('outbox_events').select(['event', 'sequence', 'body']).where('launch_id', '=', launch.id).orderBy('sequence').execute();
-    expect(events.map((e) => e.event)).toEqual([
-      'launch.queued',
-      'launch.processing',
-      'launch.step_complete',
-      'launch.step_complete',
-      'launch.step_complete',
-      'launch.complete',
-    ]);
+    expect(events.map((e) => e.event)).toEqual(TOKEN_LAUNCH_EVENTS);
     expect(events.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
     const complete = JSON.parse(events[5]!.body) as { data: Record<string, any> };
     expect(complete.data.mint).toBe(mint);
@@ -48,16 +35,12 @@ describe('launch runner on the embedded chain', () => {
     expect(Object.keys(complete.data).sort()).toEqual(['dao', 'metadata', 'mint', 'pool', 'transactions', 'vestingContract']);
 
     // Read the chain back: token-2022 mint, full supply with the creator, authority revoked.
-    const mintInfo = await account(t, mint);
-    expect(mintInfo.owner.equals(TOKEN_2022_PROGRAM_ID)).toBe(true);
-    const connectionLike = { getAccountInfo: (pk: PublicKey) => t!.service.chain.getAccountInfo(pk) } as any;
-    const decoded = await getMint(connectionLike, new PublicKey(mint), 'confirmed', TOKEN_2022_PROGRAM_ID);
-    expect(decoded.supply).toBe(1_000_000n * 10n ** 6n);
-    expect(decoded.decimals).toBe(6);
-    expect(decoded.mintAuthority).toBeNull();
-    const ata = getAssociatedTokenAddressSync(new PublicKey(mint), new PublicKey(body.creator as string), false, TOKEN_2022_PROGRAM_ID);
-    const holder = await getAccount(connectionLike, ata, 'confirmed', TOKEN_2022_PROGRAM_ID);
-    expect(holder.amount).toBe(1_000_000n * 10n ** 6n);
+    const onChain = await readMintBack(t.service.chain, mint);
+    expect(onChain.owner.equals(TOKEN_2022_PROGRAM_ID)).toBe(true);
+    expect(onChain.mint.supply).toBe(1_000_000n * 10n ** 6n);
+    expect(onChain.mint.decimals).toBe(6);
+    expect(onChain.mint.mintAuthority).toBeNull();
+    expect(await ataBalance(t.service.chain, mint, body.creator as string, TOKEN_2022_PROGRAM_ID)).toBe(1_000_000n * 10n ** 6n);
   });
 });
 
@@ -96,14 +79,7 @@ describe('a launch seen by its webhook receiver', () => {
       await complete;
       await new Promise((r) => setTimeout(r, 50));
       const ordered = [...received].sort((a, b) => a.sequence - b.sequence);
-      expect(ordered.map((r) => r.event)).toEqual([
-        'launch.queued',
-        'launch.processing',
-        'launch.step_complete',
-        'launch.step_complete',
-        'launch.step_complete',
-        'launch.complete',
-      ]);
+      expect(ordered.map((r) => r.event)).toEqual(TOKEN_LAUNCH_EVENTS);
       expect(ordered.map((r) => r.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
       expect(received.every((r) => r.verified)).toBe(true);
     } finally {

@@ -16,3 +16,13 @@ export function launchBody(overrides: Record<string, unknown> = {}): Record<stri
     ...overrides,
   };
 }
+
+/** The events of a token launch without vesting, DAO or pool, in sequence order. */
+export const TOKEN_LAUNCH_EVENTS = [
+  'launch.queued',
+  'launch.processing',
+  'launch.step_complete',
+  'launch.step_complete',
+  'launch.step_complete',
+  'launch.complete',
+];
