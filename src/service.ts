@@ -20,6 +20,9 @@ import { createChainStepRunner } from './launches/chainStepRunner.js';
 import { LaunchRunner } from './launches/runner.js';
 import { retryLaunch } from './launches/retryLaunch.js';
 import { purgeExpiredIdempotencyKeys } from './launches/idempotency.js';
+import { observeRequests } from './metrics/httpMetrics.js';
+import { createMetrics } from './metrics/metrics.js';
+import { createMetricsRoutes } from './metrics/routes.js';
 import type { Clock } from './lib/clock.js';
 import { createChainBackend, checkCapabilities, stepExecutorsFor } from './serviceChain.js';
 import { createWebhookService } from './webhooks/service.js';
@@ -97,6 +100,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
     const health = cachedHealth(runChecks, clock, config.healthCacheMs);
 
     const launchRunner = runner;
+    const metrics = createMetrics({ db, breakers: webhooks.breakers });
     const app = createApp({
       db,
       logger,
@@ -118,6 +122,8 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
         ],
         ...webhooks.routes,
       ],
+      observe: observeRequests(metrics),
+      pages: [['/metrics', createMetricsRoutes({ metrics, token: config.ops.metricsToken })]],
     });
     const developmentKey = await ensureDevelopmentKey(db, { production: config.production, now: clock.now() });
 

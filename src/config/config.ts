@@ -41,6 +41,17 @@ export interface Config {
   /** How long one health report is shared between requests (0: every request runs the checks). */
   healthCacheMs: number;
   version: string;
+  /** `/metrics`, the dashboard (SPEC §11). */
+  ops: OpsConfig;
+}
+
+export interface OpsConfig {
+  /** When set, `GET /metrics` needs `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
+  /** How long a dashboard sign-in lasts. */
+  dashboardSessionTtlMs: number;
+  /** `cluster` parameter of explorer links on the dashboard (`mainnet-beta`, `devnet`, `testnet`, `custom`). */
+  explorerCluster: string;
 }
 
 export class ConfigError extends Error {
@@ -197,5 +208,10 @@ export function loadConfig(env: Env = process.env): Config {
     healthCheckTimeoutMs: durationVar(env, 'HEALTH_CHECK_TIMEOUT_MS', 1500),
     healthCacheMs: durationVar(env, 'HEALTH_CACHE_MS', 1000),
     version: readPackageVersion(),
+    ops: {
+      metricsToken: env.METRICS_TOKEN && env.METRICS_TOKEN !== '' ? env.METRICS_TOKEN : undefined,
+      dashboardSessionTtlMs: durationVar(env, 'DASHBOARD_SESSION_TTL', 8 * 3600_000),
+      explorerCluster: env.EXPLORER_CLUSTER && env.EXPLORER_CLUSTER !== '' ? env.EXPLORER_CLUSTER : rpcUrl ? 'devnet' : 'custom',
+    },
   };
 }

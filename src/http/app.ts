@@ -1,4 +1,4 @@
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
@@ -19,6 +19,10 @@ export interface AppDeps {
   bodyLimitBytes: number;
   /** Sub-apps mounted under /api, e.g. `['/', healthRoutes]`. */
   routes: Array<[path: string, app: Hono<AppEnv>]>;
+  /** Runs around every request, first (request metrics). */
+  observe?: MiddlewareHandler;
+  /** Sub-apps mounted outside /api, e.g. `['/metrics', metricsRoutes]`. */
+  pages?: Array<[path: string, app: Hono<any>]>;
 }
 
 const STATUS_CODES: Record<number, string> = {
@@ -42,12 +46,14 @@ function docsUrl(requestUrl: string): string {
 /** Builds the HTTP app: tracing, limits, auth, the routes, one error envelope for everything. */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  if (deps.observe) app.use('*', deps.observe);
   app.use('*', requestContext({ logger: deps.logger, apiVersion: API_VERSION }));
   app.use('/api/*', authenticate({ db: deps.db }));
   app.use('/api/*', rateLimit({ limiter: deps.limiter, exempt: (path) => path === '/api/health' }));
   app.use('/api/*', rejectRefusedKey());
   app.use('/api/*', jsonBodyGuard({ limitBytes: deps.bodyLimitBytes }));
   for (const [path, routes] of deps.routes) app.route(`/api${path === '/' ? '' : path}`, routes);
+  for (const [path, routes] of deps.pages ?? []) app.route(path, routes);
 
   app.notFound((c) => {
     const error = new ApiError(404, 'not_found', `No route for ${c.req.method} ${c.req.path}`, undefined, { docs_url: docsUrl(c.req.url) });

@@ -1,0 +1,148 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Db } from '../db/database.js';
+import type { BreakerSource } from '../health/healthService.js';
+import { countPendingDeliveries, readAttemptsAfter, readEventsAfter } from './sources.js';
+
+/** Where metrics that are not counted in-process come from. */
+export interface MetricsDeps {
+  db: Db;
+  breakers: BreakerSource;
+  /** Seconds the chain watcher is behind the chain tip, when a watcher runs. */
+  watchLagSeconds?: () => number | undefined;
+}
+
+/** Every metric the service exports (SPEC §11). The one module that defines metrics. */
+export interface Metrics {
+  readonly registry: Registry;
+  /** Records one answered HTTP request; `route` is the matched pattern, never the raw path. */
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** The Prometheus text exposition. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+const LAUNCH_EVENTS: Record<string, string> = {
+  'launch.queued': 'queued',
+  'launch.processing': 'processing',
+  'launch.complete': 'complete',
+  'launch.failed': 'failed',
+};
+const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;
+const BATCH = 5000;
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+export function createMetrics(deps: MetricsDeps): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const p = 'launch_service_';
+
+  const requests = new Counter({ name: `${p}http_requests_total`, help: 'HTTP requests answered, by method, route pattern and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
+  const requestSeconds = new Histogram({
+    name: `${p}http_request_duration_seconds`,
+    help: 'HTTP request duration by method and route pattern',
+    labelNames: ['method', 'route'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+    registers: [registry],
+  });
+  const attempts = new Counter({ name: `${p}webhook_attempts_total`, help: 'Webhook delivery attempts by outcome (success, failure)', labelNames: ['outcome'], registers: [registry] });
+  const deliverySeconds = new Histogram({
+    name: `${p}webhook_delivery_seconds`,
+    help: 'Time from the commit of an event delivery to its 2xx answer',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120, 600, 3600, 7200],
+    registers: [registry],
+  });
+  const launches = new Counter({ name: `${p}launches_total`, help: 'Launch state changes by the status entered (queued, processing, complete, failed)', labelNames: ['status'], registers: [registry] });
+  const stepSeconds = new Histogram({
+    name: `${p}step_duration_seconds`,
+    help: 'Duration of completed launch steps by step',
+    labelNames: ['step'],
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300],
+    registers: [registry],
+  });
+
+  // Counters read from the append-only tables: one pass per scrape over what is new.
+  let attemptsSeen = 0;
+  let eventsSeen = 0;
+  async function catchUp(): Promise<void> {
+    for (;;) {
+      const rows = await readAttemptsAfter(deps.db, attemptsSeen, BATCH);
+      for (const row of rows) {
+        attempts.inc({ outcome: row.outcome });
+        if (row.deliveredAfterMs !== null) deliverySeconds.observe(Math.max(0, row.deliveredAfterMs) / 1000);
+        attemptsSeen = row.rowid;
+      }
+      if (rows.length < BATCH) break;
+    }
+    for (;;) {
+      const rows = await readEventsAfter(deps.db, eventsSeen, BATCH);
+      for (const row of rows) {
+        const status = LAUNCH_EVENTS[row.event];
+        if (status) launches.inc({ status });
+        if (row.step !== null && row.stepMs !== null) stepSeconds.observe({ step: row.step }, Math.max(0, row.stepMs) / 1000);
+        eventsSeen = row.rowid;
+      }
+      if (rows.length < BATCH) break;
+    }
+  }
+  // Present from the first scrape, so rate() has a starting point.
+  for (const outcome of ['success', 'failure']) attempts.inc({ outcome }, 0);
+  for (const status of Object.values(LAUNCH_EVENTS)) launches.inc({ status }, 0);
+
+  new Gauge({
+    name: `${p}outbox_pending`,
+    help: 'Webhook deliveries not yet delivered or failed',
+    registers: [registry],
+    async collect() {
+      this.set(await countPendingDeliveries(deps.db));
+    },
+  });
+  new Gauge({
+    name: `${p}breakers`,
+    help: 'Endpoint circuit breakers by state',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const counts: Record<string, number> = { closed: 0, open: 0, 'half-open': 0 };
+      for (const b of Object.values(deps.breakers.snapshot())) counts[b.state] = (counts[b.state] ?? 0) + 1;
+      for (const state of BREAKER_STATES) this.set({ state }, counts[state] ?? 0);
+    },
+  });
+  // Per-host series only for breakers that are not closed, so the label set stays small.
+  new Gauge({
+    name: `${p}breaker_not_closed`,
+    help: 'Endpoint hosts whose breaker is open or half-open (1), by host and state',
+    labelNames: ['host', 'state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [host, b] of Object.entries(deps.breakers.snapshot())) if (b.state !== 'closed') this.set({ host, state: b.state }, 1);
+    },
+  });
+  new Gauge({
+    name: `${p}watch_lag_seconds`,
+    help: 'How far the chain watcher is behind the chain, in seconds (0 when nothing is watched)',
+    registers: [registry],
+    collect() {
+      this.set(deps.watchLagSeconds?.() ?? 0);
+    },
+  });
+
+  let scraping: Promise<void> | undefined;
+  return {
+    registry,
+    contentType: registry.contentType,
+    observeRequest(method, route, status, seconds) {
+      const m = KNOWN_METHODS.has(method) ? method : 'OTHER';
+      requests.inc({ method: m, route, status: String(status) });
+      requestSeconds.observe({ method: m, route }, seconds);
+    },
+    async render() {
+      // Concurrent scrapes share one catch-up, so no row is counted twice.
+      scraping ??= catchUp().finally(() => {
+        scraping = undefined;
+      });
+      await scraping;
+      return registry.metrics();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+
+// The webhook and launch counters are read from the append-only tables (attempts, outbox events)
+// rather than counted in the dispatcher and runner: the numbers survive restarts, cannot drift from
+// what the database says happened, and no hot loop carries metrics code. Each read continues after
+// the last rowid seen, so a scrape costs what happened since the previous one.
+
+export interface AttemptFact {
+  rowid: number;
+  outcome: string;
+  /** Commit of the delivery → end of this attempt, in ms; only for successful attempts. */
+  deliveredAfterMs: number | null;
+}
+
+/** Delivery attempts recorded after `afterRowid`, oldest first. */
+export async function readAttemptsAfter(db: Db, afterRowid: number, limit: number): Promise<AttemptFact[]> {
+  const { rows } = await sql<AttemptFact>`
+    select a.rowid as rowid, a.outcome as outcome,
+      case when a.outcome = 'success' then a.started_at + a.duration_ms - d.created_at end as deliveredAfterMs
+    from delivery_attempts a join deliveries d on d.id = a.delivery_id
+    where a.rowid > ${afterRowid} order by a.rowid limit ${limit}`.execute(db);
+  return rows;
+}
+
+export interface EventFact {
+  rowid: number;
+  event: string;
+  /** For `launch.step_complete`: the step and its duration in ms (started → completed). */
+  step: string | null;
+  stepMs: number | null;
+}
+
+/** Outbox events recorded after `afterRowid`, oldest first, with the duration of a completed step. */
+export async function readEventsAfter(db: Db, afterRowid: number, limit: number): Promise<EventFact[]> {
+  const { rows } = await sql<EventFact>`
+    select e.rowid as rowid, e.event as event, s.name as step, s.completed_at - s.started_at as stepMs
+    from outbox_events e
+    left join launch_steps s on e.event = 'launch.step_complete' and s.launch_id = e.launch_id
+      and s.name = json_extract(e.body, '$.data.step')
+    where e.rowid > ${afterRowid} order by e.rowid limit ${limit}`.execute(db);
+  return rows;
+}
+
+/** Deliveries still waiting to be delivered (`pending`). */
+export async function countPendingDeliveries(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom('deliveries')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
