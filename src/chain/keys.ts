@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { Keypair } from '@solana/web3.js';
+import type { Keypair } from '@solana/web3.js';
+import { keypairFromSeed } from './ed25519.js';
 
 /** Keypairs a launch creates accounts with; derived, so they exist before the first send. */
 export interface LaunchKeys {
@@ -22,7 +23,7 @@ export function deriveLaunchKeys(masterSecret: Buffer, launchId: string): Launch
   if (masterSecret.length < 32) throw new Error('master secret must be at least 32 bytes');
   if (launchId === '') throw new Error('launch id must not be empty');
   return {
-    mint: Keypair.fromSeed(deriveSeed(masterSecret, launchId, 'mint')),
-    base: Keypair.fromSeed(deriveSeed(masterSecret, launchId, 'base')),
+    mint: keypairFromSeed(deriveSeed(masterSecret, launchId, 'mint')),
+    base: keypairFromSeed(deriveSeed(masterSecret, launchId, 'base')),
   };
 }

@@ -3,6 +3,7 @@ import bs58 from 'bs58';
 import { NonRetriableError } from '../lib/retry.js';
 import type { BlockhashInfo, Commitment } from './backend.js';
 import type { PendingTx, StepContext } from './steps/types.js';
+import { serializeSigned } from './ed25519.js';
 import { buildSignedTransaction, estimateFee } from './transaction.js';
 
 /** One transaction of a step, described so it can be (re)built and its effect checked. */
@@ -89,7 +90,7 @@ function signForSend(ctx: StepContext, spec: IdempotentSend, blockhash: Blockhas
   let serialized: string;
   try {
     tx = buildSignedTransaction(ctx.chain, spec.instructions(), spec.signers, blockhash);
-    serialized = tx.serialize().toString('base64');
+    serialized = serializeSigned(tx).toString('base64');
   } catch (error) {
     // e.g. a name or uri so long the transaction exceeds 1232 bytes: no retry makes it fit.
     throw new NonRetriableError('invalid_configuration', `${spec.type} transaction cannot be built: ${(error as Error).message}`, { cause: error });

@@ -1,5 +1,6 @@
 import { ComputeBudgetProgram, Transaction, type Keypair, type TransactionInstruction } from '@solana/web3.js';
 import type { BlockhashInfo, ChainBackend, FeeSettings } from './backend.js';
+import { signTransaction } from './ed25519.js';
 
 /** Base fee per signature on every Solana cluster. */
 export const LAMPORTS_PER_SIGNATURE = 5000;
@@ -29,7 +30,7 @@ export function buildSignedTransaction(
 ): Transaction {
   const tx = new Transaction({ feePayer: chain.payer.publicKey, blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight });
   tx.add(...withComputeBudget(chain.fees, instructions));
-  const unique = [chain.payer, ...signers].filter((s, i, all) => all.findIndex((o) => o.publicKey.equals(s.publicKey)) === i);
-  tx.sign(...unique);
+  // Native ed25519 (node:crypto) instead of web3.js's pure-JS signing on the event loop.
+  signTransaction(tx, [chain.payer, ...signers]);
   return tx;
 }
