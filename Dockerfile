@@ -14,4 +14,4 @@ COPY src ./src
 COPY scripts ./scripts
 EXPOSE 8080
 # Run node directly (not npm) so SIGTERM reaches the service and it shuts down cleanly.
-CMD ["node", "--import", "tsx", "src/main.ts"]
+CMD ["node", "--import", "tsx", "src/app/main.ts"]

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config/config.js';
 import { openDatabase, migrateToLatest } from '../src/db/database.js';
 import { createApiKey, listApiKeys, revokeApiKey, unknownScopes } from '../src/auth/apiKeys.js';
-import type { Scope } from '../src/http/env.js';
+import type { Scope } from '../src/auth/scopes.js';
 
 const USAGE = 'usage: npm run keys -- create --owner <name> --scopes <a,b> [--name <label>] | list | revoke <id>';
 

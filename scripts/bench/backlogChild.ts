@@ -6,7 +6,7 @@
  */
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { createService } from '../../src/service.js';
+import { createService } from '../../src/app/service.js';
 import { benchConfig } from './config.js';
 
 const dataDir = process.env.DATA_DIR ?? '';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { createService } from '../../src/service.js';
+import { createService } from '../../src/app/service.js';
 import { benchConfig } from './config.js';
 
 const mode = process.argv[2];

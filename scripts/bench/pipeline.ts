@@ -14,7 +14,7 @@ import { stepsFor } from '../../src/launches/steps.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { newId } from '../../src/lib/ids.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { createService, type Service } from '../../src/service.js';
+import { createService, type Service } from '../../src/app/service.js';
 import { benchConfig } from './config.js';
 import { startBenchReceiver } from './receiver.js';
 import { result, type BenchResult } from './types.js';

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { DbOrTx } from '../db/database.js';
 import type { ApiKeyRow } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
-import { SCOPES, type Scope } from '../http/env.js';
+import { SCOPES, type Scope } from './scopes.js';
 
 /** Keys carry 256 bits of entropy, so a fast hash is safe to store (no salt or KDF needed). */
 export function hashApiKey(key: string): string {

@@ -3,7 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import type { Db } from '../db/database.js';
-import { ApiError, errorBody } from './errors.js';
+import { ApiError, errorBody, fromDomainError } from './errors.js';
 import type { AppEnv } from './env.js';
 import { authenticate, rejectRefusedKey } from './middleware/auth.js';
 import { jsonBodyGuard } from './middleware/bodyGuards.js';
@@ -62,8 +62,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.onError((err, c) => {
     let error: ApiError;
+    const domain = fromDomainError(err);
     if (err instanceof ApiError) {
       error = err;
+    } else if (domain) {
+      error = domain;
     } else if (err instanceof HTTPException && err.status < 500) {
       error = new ApiError(err.status, STATUS_CODES[err.status] ?? 'invalid_request', err.message || 'Request refused');
     } else {

@@ -22,6 +22,3 @@ export interface AppVariables {
 export interface AppEnv {
   Variables: AppVariables;
 }
-
-export const SCOPES = ['launches:read', 'launches:write', 'admin'] as const;
-export type Scope = (typeof SCOPES)[number];

@@ -1,3 +1,5 @@
+import { ConflictError, InvalidInputError, NotFoundError, UnavailableError, UnprocessableError, type DomainError } from '../lib/errors.js';
+
 /** A failure that becomes the error envelope `{"error": {code, message, details}}` (SPEC §2). */
 export class ApiError extends Error {
   constructor(
@@ -24,4 +26,23 @@ export function errorBody(error: ApiError): Record<string, unknown> {
   if (error.details !== undefined) inner.details = error.details;
   if (error.extra) Object.assign(inner, error.extra);
   return { error: inner };
+}
+
+/** The HTTP status of each domain error class (`src/lib/errors.ts`); the domain never names a status. */
+const DOMAIN_STATUS: Array<[abstract new (...args: never[]) => DomainError, number]> = [
+  [InvalidInputError, 400],
+  [NotFoundError, 404],
+  [ConflictError, 409],
+  [UnprocessableError, 422],
+  [UnavailableError, 503],
+];
+
+/** The envelope error of a domain error, or undefined when `error` is not one. */
+export function fromDomainError(error: unknown): ApiError | undefined {
+  for (const [type, status] of DOMAIN_STATUS) {
+    if (!(error instanceof type)) continue;
+    const headers = error instanceof UnavailableError && error.retryAfterSeconds !== undefined ? { 'Retry-After': String(error.retryAfterSeconds) } : undefined;
+    return new ApiError(status, error.code, error.message, error.details, undefined, headers);
+  }
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import type { DeadLetterRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
-import { conflict } from '../http/errors.js';
+import { ConflictError } from '../lib/errors.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 
 /**
@@ -17,7 +17,7 @@ export async function retryLaunch(deps: { db: Db; clock: Clock; signal: OutboxSi
       .where('id', '=', deadLetter.launch_id)
       .where('status', '=', 'failed')
       .executeTakeFirst();
-    if (Number(requeued.numUpdatedRows) === 0) throw conflict(`Launch ${deadLetter.launch_id} is not failed; nothing to retry`);
+    if (Number(requeued.numUpdatedRows) === 0) throw new ConflictError(`Launch ${deadLetter.launch_id} is not failed; nothing to retry`);
     await trx
       .updateTable('launch_steps')
       .set({ status: 'pending', attempts: 0, completed_at: null })

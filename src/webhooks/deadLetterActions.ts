@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
 import type { DeadLetterRow } from '../db/schema.js';
-import { conflict } from '../http/errors.js';
+import { ConflictError } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { OutboxSignal } from './outbox.js';
 import { redeliverEvent } from './redeliver.js';
@@ -14,7 +14,7 @@ export interface DeadLetterActionDeps {
   retryLaunch(deadLetter: DeadLetterRow): Promise<void>;
 }
 
-const conflictNotOpen = (dl: DeadLetterRow) => conflict(`Dead letter ${dl.id} is ${dl.status}; only open dead letters can be retried`, { status: dl.status });
+const conflictNotOpen = (dl: DeadLetterRow) => new ConflictError(`Dead letter ${dl.id} is ${dl.status}; only open dead letters can be retried`, { status: dl.status });
 
 /**
  * Retries an open dead letter: a delivery is redelivered (fresh attempt series of the same event),
@@ -24,7 +24,7 @@ export async function retryDeadLetter(deps: DeadLetterActionDeps, dl: DeadLetter
   if (dl.status !== 'open') throw conflictNotOpen(dl);
   if (dl.kind === 'delivery') {
     const eventId = dl.event_id;
-    if (eventId === null) throw conflict(`Dead letter ${dl.id} names no event to redeliver`);
+    if (eventId === null) throw new ConflictError(`Dead letter ${dl.id} names no event to redeliver`);
     await deps.db.transaction().execute(async (trx) => {
       // Claiming the dead letter first makes two concurrent retries queue one redelivery, not two.
       if (!(await markDeadLetterRetried(trx, dl.id, deps.clock.now()))) throw conflictNotOpen({ ...dl, status: 'retried' });

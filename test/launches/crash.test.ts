@@ -12,7 +12,7 @@ import { createLaunch } from '../../src/launches/createLaunch.js';
 import { parseLaunchRequest } from '../../src/launches/request.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { createChainBackend } from '../../src/serviceChain.js';
+import { createChainBackend } from '../../src/app/serviceChain.js';
 import { ataBalance, readMintBack } from '../chain/support/readBack.js';
 import { launchBody, TOKEN_LAUNCH_EVENTS } from '../support/fixtures.js';
 

@@ -10,9 +10,9 @@ const root = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'launch-proc-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Starts `src/main.ts` as a real process and resolves once it logs the port it listens on. */
+/** Starts `src/app/main.ts` as a real process and resolves once it logs the port it listens on. */
 function startService(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'main.ts')], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'app', 'main.ts')], {
     cwd: root,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'info', NODE_ENV: 'development', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

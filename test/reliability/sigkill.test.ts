@@ -10,7 +10,7 @@ import { createApiKey } from '../../src/auth/apiKeys.js';
 import { loadConfig } from '../../src/config/config.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { createChainBackend } from '../../src/serviceChain.js';
+import { createChainBackend } from '../../src/app/serviceChain.js';
 import { verifyWebhook } from '../../src/webhooks/verify.js';
 import { launchBody } from '../support/fixtures.js';
 import { startChildService } from './support/childService.js';

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import { createApiKey } from '../../src/auth/apiKeys.js';
-import type { Scope } from '../../src/http/env.js';
+import type { Scope } from '../../src/auth/scopes.js';
 import { systemClock, type Clock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { createService, type Service } from '../../src/service.js';
+import { createService, type Service } from '../../src/app/service.js';
 
 /** A fresh data directory and a config pointing at it (silent logs, development mode). */
 export function testConfig(env: Record<string, string> = {}): { config: Config; dir: string; cleanup(): void } {

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { webhookRoutes } from '../../src/app/routes.js';
 import { createApiKey } from '../../src/auth/apiKeys.js';
 import type { DeadLetterRow } from '../../src/db/schema.js';
 import { createApp } from '../../src/http/app.js';
@@ -41,11 +42,17 @@ describe('webhook, delivery and dead-letter routes', () => {
       // Breakers are covered elsewhere; here repeated failures to the one receiver must not pause it.
       config: testConfig({ breaker: { failureThreshold: 1_000 } }),
       secretBox: box,
+    });
+    const routes = webhookRoutes({
+      db: tdb.db,
+      clock,
+      engine: service.engine,
+      testSecret: testConfig().webhooks.testSecret,
       retryLaunch: async (dl) => {
         retriedLaunches.push(dl);
       },
     });
-    app = createApp({ db: tdb.db, logger: silentLogger(), limiter: new RateLimiter(100_000, clock), bodyLimitBytes: 65_536, routes: service.routes });
+    app = createApp({ db: tdb.db, logger: silentLogger(), limiter: new RateLimiter(100_000, clock), bodyLimitBytes: 65_536, routes });
     const now = clock.now();
     keys = {
       acme: (await createApiKey(tdb.db, { owner: 'acme', scopes: ['launches:read', 'launches:write'], now })).key,

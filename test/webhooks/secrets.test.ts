@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { webhookRoutes } from '../../src/app/routes.js';
 import { createApiKey } from '../../src/auth/apiKeys.js';
 import { createApp } from '../../src/http/app.js';
 import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
@@ -22,7 +23,7 @@ describe('webhook secrets', () => {
   beforeEach(async () => {
     tdb = await createTestDb();
     receiver = await startReceiver(clock);
-    service = createWebhookService({ db: tdb.db, clock, logger: captured.logger, config: testConfig(), secretBox: box, retryLaunch: async () => undefined });
+    service = createWebhookService({ db: tdb.db, clock, logger: captured.logger, config: testConfig(), secretBox: box });
   });
   afterEach(async () => {
     await service.stop();
@@ -40,7 +41,9 @@ describe('webhook secrets', () => {
     await service.engine.dispatcher.drain();
     expect(receiver.requests).toHaveLength(4);
 
-    const app = createApp({ db: tdb.db, logger: captured.logger, limiter: new RateLimiter(1000, clock), bodyLimitBytes: 65_536, routes: service.routes });
+    const app = createApp({ db: tdb.db, logger: captured.logger, limiter: new RateLimiter(1000, clock), bodyLimitBytes: 65_536,
+      routes: webhookRoutes({ db: tdb.db, clock, engine: service.engine, testSecret: testConfig().webhooks.testSecret, retryLaunch: async () => undefined }),
+    });
     const { key } = await createApiKey(tdb.db, { owner: 'acme', scopes: ['launches:read', 'launches:write'], now: clock.now() });
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const responses: string[] = [];

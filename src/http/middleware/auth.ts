@@ -2,7 +2,8 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { findActiveKey } from '../../auth/apiKeys.js';
 import type { Db } from '../../db/database.js';
 import { ApiError } from '../errors.js';
-import type { AppEnv, AuthContext, Scope } from '../env.js';
+import type { Scope } from '../../auth/scopes.js';
+import type { AppEnv, AuthContext } from '../env.js';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import type { RequiredProgram } from '../../chain/steps/index.js';
 import { createLaunch, type CreateLaunchDeps } from '../../launches/createLaunch.js';
 import {
   claimIdempotencyKey,
@@ -17,16 +18,9 @@ import { readJson } from '../middleware/bodyGuards.js';
 import { requireScope } from '../middleware/auth.js';
 import { paginationBlock, readPage } from '../pagination.js';
 
-/** A program the request needs that the configured chain does not have. */
-export interface MissingProgram {
-  name: string;
-  programId: string;
-  reason: string;
-}
-
 export interface LaunchRouteDeps extends CreateLaunchDeps {
   production: boolean;
-  checkCapabilities(request: LaunchRequest): Promise<MissingProgram[]>;
+  checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
 }
 
 const STATUSES: LaunchStatus[] = ['queued', 'processing', 'complete', 'failed'];

@@ -1,18 +1,17 @@
 import { PublicKey } from '@solana/web3.js';
 import type { Logger } from 'pino';
-import type { ChainBackend } from './chain/backend.js';
-import { createEmbeddedBackend } from './chain/embedded/backend.js';
-import { createRpcBackend } from './chain/rpc/backend.js';
-import { loadKeypairFile } from './chain/rpc/payerFile.js';
-import { cpmmGenesisHook } from './chain/programs/cpmm/genesis.js';
-import { DEFAULT_PROGRAM_IDS, requiredPrograms, stepExecutors } from './chain/steps/index.js';
-import type { StepExecutor, StepName } from './chain/steps/types.js';
-import type { Config } from './config/config.js';
-import type { Db } from './db/database.js';
-import type { MissingProgram } from './http/routes/launches.js';
-import { planFromRequest } from './launches/plan.js';
-import { storedRequest, type LaunchRequest } from './launches/request.js';
-import type { Clock } from './lib/clock.js';
+import type { ChainBackend } from '../chain/backend.js';
+import { createEmbeddedBackend } from '../chain/embedded/backend.js';
+import { createRpcBackend } from '../chain/rpc/backend.js';
+import { loadKeypairFile } from '../chain/rpc/payerFile.js';
+import { cpmmGenesisHook } from '../chain/programs/cpmm/genesis.js';
+import { DEFAULT_PROGRAM_IDS, requiredPrograms, stepExecutors } from '../chain/steps/index.js';
+import type { RequiredProgram, StepExecutor, StepName } from '../chain/steps/types.js';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/database.js';
+import { planFromRequest } from '../launches/plan.js';
+import { storedRequest, type LaunchRequest } from '../launches/request.js';
+import type { Clock } from '../lib/clock.js';
 
 /** The configured chain backend: embedded LiteSVM unless SOLANA_RPC_URL is set. */
 export async function createChainBackend(config: Config, deps: { db: Db; clock: Clock; logger: Logger }): Promise<ChainBackend> {
@@ -32,7 +31,7 @@ export async function createChainBackend(config: Config, deps: { db: Db; clock: 
 }
 
 /** The programs a request needs that are not executable on the chain (SPEC §3 capability check). */
-export async function checkCapabilities(chain: ChainBackend, request: LaunchRequest): Promise<MissingProgram[]> {
+export async function checkCapabilities(chain: ChainBackend, request: LaunchRequest): Promise<RequiredProgram[]> {
   const plan = planFromRequest('capability-check', storedRequest(request));
   const needed = requiredPrograms(plan);
   const present = await Promise.all(needed.map((program) => chain.isProgramExecutable(new PublicKey(program.programId))));

@@ -3,9 +3,9 @@
  * accepting, lets in-flight work finish or release its leases, and closes the database.
  */
 import { serve, type ServerType } from '@hono/node-server';
-import { ConfigError, loadConfig } from './config/config.js';
-import { systemClock } from './lib/clock.js';
-import { createLogger } from './lib/logger.js';
+import { ConfigError, loadConfig } from '../config/config.js';
+import { systemClock } from '../lib/clock.js';
+import { createLogger } from '../lib/logger.js';
 import { createService } from './service.js';
 
 async function main(): Promise<void> {

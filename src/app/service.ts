@@ -1,31 +1,29 @@
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { sql } from 'kysely';
-import { ensureDevelopmentKey } from './auth/devKey.js';
-import type { CreatedKey } from './auth/apiKeys.js';
-import { ChainReadCache } from './cache/chainReadCache.js';
-import type { ChainBackend } from './chain/backend.js';
-import type { Config } from './config/config.js';
-import { createSecretBox } from './crypto/secretBox.js';
-import { migrateToLatest, openDatabase, type Db } from './db/database.js';
-import { cachedHealth } from './health/cachedHealth.js';
-import { checkHealth, type BreakerSource } from './health/healthService.js';
-import { createApp } from './http/app.js';
-import type { AppEnv } from './http/env.js';
-import { RateLimiter } from './http/middleware/rateLimit.js';
-import { createHealthRoutes } from './http/routes/health.js';
-import { createLaunchRoutes } from './http/routes/launches.js';
-import { createOpenApiRoutes } from './http/routes/openapi.js';
-import { createChainStepRunner } from './launches/chainStepRunner.js';
-import { LaunchRunner } from './launches/runner.js';
-import { retryLaunch } from './launches/retryLaunch.js';
-import { purgeExpiredIdempotencyKeys } from './launches/idempotency.js';
-import { observeRequests } from './metrics/httpMetrics.js';
-import { createMetrics } from './metrics/metrics.js';
-import { createMetricsRoutes } from './metrics/routes.js';
-import type { Clock } from './lib/clock.js';
+import { ensureDevelopmentKey } from '../auth/devKey.js';
+import type { CreatedKey } from '../auth/apiKeys.js';
+import { ChainReadCache } from '../cache/chainReadCache.js';
+import type { ChainBackend } from '../chain/backend.js';
+import type { Config } from '../config/config.js';
+import { createSecretBox } from '../crypto/secretBox.js';
+import { migrateToLatest, openDatabase, type Db } from '../db/database.js';
+import { cachedHealth } from '../health/cachedHealth.js';
+import { checkHealth, type BreakerSource } from '../health/healthService.js';
+import { createApp } from '../http/app.js';
+import type { AppEnv } from '../http/env.js';
+import { RateLimiter } from '../http/middleware/rateLimit.js';
+import { createChainStepRunner } from '../launches/chainStepRunner.js';
+import { LaunchRunner } from '../launches/runner.js';
+import { retryLaunch } from '../launches/retryLaunch.js';
+import { purgeExpiredIdempotencyKeys } from '../launches/idempotency.js';
+import { observeRequests } from '../metrics/httpMetrics.js';
+import { createMetrics } from '../metrics/metrics.js';
+import { createMetricsRoutes } from '../metrics/routes.js';
+import type { Clock } from '../lib/clock.js';
+import { createWebhookService } from '../webhooks/service.js';
+import { apiRoutes } from './routes.js';
 import { createChainBackend, checkCapabilities, stepExecutorsFor } from './serviceChain.js';
-import { createWebhookService } from './webhooks/service.js';
 
 export interface Service {
   app: Hono<AppEnv>;
@@ -56,16 +54,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
     closers.push(() => chain.close());
     const cache = new ChainReadCache(chain, clock, logger.child({ component: 'cache' }));
 
-    // The runner needs the engine's signal and the engine's dead-letter retry wakes the runner.
-    const runnerRef: { current?: LaunchRunner } = {};
-    const webhooks = createWebhookService({
-      db,
-      clock,
-      logger,
-      config,
-      secretBox,
-      retryLaunch: (deadLetter) => retryLaunch({ db, clock, signal: webhooks.signal, wake: () => runnerRef.current?.wake() }, deadLetter),
-    });
+    const webhooks = createWebhookService({ db, clock, logger, config, secretBox });
     const runner = new LaunchRunner({
       db,
       clock,
@@ -74,7 +63,6 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       runStep: createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() }),
       finalize: (signatures) => finalizeAll(chain, signatures),
     });
-    runnerRef.current = runner;
 
     const runChecks = () =>
       checkHealth({
@@ -106,22 +94,19 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       logger,
       limiter: new RateLimiter(config.rateLimitPerMinute, clock),
       bodyLimitBytes: config.bodyLimitBytes,
-      routes: [
-        ['/', createHealthRoutes({ check: health })],
-        ['/', createOpenApiRoutes({ version: config.version })],
-        [
-          '/launches',
-          createLaunchRoutes({
-            db,
-            clock,
-            secretBox,
-            production: config.production,
-            signal: { notify: () => (webhooks.signal.notify(), launchRunner.wake()) },
-            checkCapabilities: (request) => checkCapabilities(chain, request),
-          }),
-        ],
-        ...webhooks.routes,
-      ],
+      routes: apiRoutes({
+        db,
+        clock,
+        version: config.version,
+        production: config.production,
+        secretBox,
+        health,
+        engine: webhooks.engine,
+        testSecret: config.webhooks.testSecret,
+        launchSignal: { notify: () => (webhooks.signal.notify(), launchRunner.wake()) },
+        checkCapabilities: (request) => checkCapabilities(chain, request),
+        retryLaunch: (deadLetter) => retryLaunch({ db, clock, signal: webhooks.signal, wake: () => launchRunner.wake() }, deadLetter),
+      }),
       observe: observeRequests(metrics),
       pages: [['/metrics', createMetricsRoutes({ metrics, token: config.ops.metricsToken })]],
     });

@@ -1,0 +1,74 @@
+/**
+ * Every route of the API, wired to its use cases in one place. Each sub-app holds paths below
+ * `/api` and is mounted by `createApp`.
+ */
+import type { Hono } from 'hono';
+import type { RequiredProgram } from '../chain/steps/index.js';
+import type { SecretBox } from '../crypto/secretBox.js';
+import type { Db } from '../db/database.js';
+import type { DeadLetterRow } from '../db/schema.js';
+import type { HealthReport } from '../health/healthService.js';
+import type { AppEnv } from '../http/env.js';
+import { createDeadLetterRoutes } from '../http/routes/deadLetters.js';
+import { createDeliveryRoutes } from '../http/routes/deliveries.js';
+import { createHealthRoutes } from '../http/routes/health.js';
+import { createLaunchRoutes } from '../http/routes/launches.js';
+import { createOpenApiRoutes } from '../http/routes/openapi.js';
+import { createWebhookTestRoutes } from '../http/routes/webhooks.js';
+import type { LaunchRequest } from '../launches/request.js';
+import type { Clock } from '../lib/clock.js';
+import type { OutboxSignal } from '../webhooks/outbox.js';
+import type { WebhookEngine } from '../webhooks/engine.js';
+
+export type RouteList = Array<[path: string, app: Hono<AppEnv>]>;
+
+export interface WebhookRouteDeps {
+  db: Db;
+  clock: Clock;
+  engine: Pick<WebhookEngine, 'signal' | 'client' | 'breakers'>;
+  /** config.webhooks.testSecret: signs `POST /webhooks/test` when the caller gives no secret. */
+  testSecret: string;
+  /** Resumes a failed launch at its failed step (for `kind: 'launch'` dead letters). */
+  retryLaunch(deadLetter: DeadLetterRow): Promise<void>;
+}
+
+/** The webhook test, delivery and dead-letter routes. */
+export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
+  const { db, clock, engine } = deps;
+  return [
+    ['/', createWebhookTestRoutes({ clock, client: engine.client, breakers: engine.breakers, testSecret: deps.testSecret })],
+    ['/', createDeliveryRoutes({ db, clock, signal: engine.signal })],
+    ['/', createDeadLetterRoutes({ db, clock, signal: engine.signal, retryLaunch: deps.retryLaunch })],
+  ];
+}
+
+export interface ApiRouteDeps extends WebhookRouteDeps {
+  version: string;
+  production: boolean;
+  secretBox: SecretBox;
+  health(): Promise<HealthReport>;
+  /** Wakes the dispatcher and the runner after a launch commits. */
+  launchSignal: OutboxSignal;
+  checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
+}
+
+/** Every route of the service. */
+export function apiRoutes(deps: ApiRouteDeps): RouteList {
+  const { db, clock } = deps;
+  return [
+    ['/', createHealthRoutes({ check: deps.health })],
+    ['/', createOpenApiRoutes({ version: deps.version })],
+    [
+      '/launches',
+      createLaunchRoutes({
+        db,
+        clock,
+        secretBox: deps.secretBox,
+        production: deps.production,
+        signal: deps.launchSignal,
+        checkCapabilities: deps.checkCapabilities,
+      }),
+    ],
+    ...webhookRoutes(deps),
+  ];
+}
