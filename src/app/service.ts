@@ -88,7 +88,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
     const health = cachedHealth(runChecks, clock, config.healthCacheMs);
 
     const launchRunner = runner;
-    const metrics = createMetrics({ db, breakers: webhooks.breakers });
+    const metrics = createMetrics({ db, breakers: webhooks.breakers, health });
     const app = createApp({
       db,
       logger,

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../db/database.js';
-import type { BreakerSource } from '../health/healthService.js';
+import type { BreakerSource, HealthReport } from '../health/healthService.js';
 import { countPendingDeliveries, readAttemptsAfter, readEventsAfter } from './sources.js';
 
 /** Where metrics that are not counted in-process come from. */
@@ -9,6 +9,8 @@ export interface MetricsDeps {
   breakers: BreakerSource;
   /** Seconds the chain watcher is behind the chain tip, when a watcher runs. */
   watchLagSeconds?: () => number | undefined;
+  /** The shared health report (the same one /api/health serves). */
+  health?: () => Promise<HealthReport>;
 }
 
 /** Every metric the service exports (SPEC §11). The one module that defines metrics. */
@@ -124,6 +126,16 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     registers: [registry],
     collect() {
       this.set(deps.watchLagSeconds?.() ?? 0);
+    },
+  });
+
+  const HEALTH_LEVEL = { healthy: 0, degraded: 1, unhealthy: 2 } as const;
+  new Gauge({
+    name: `${p}health_status`,
+    help: 'Overall health as /api/health reports it: 0 healthy, 1 degraded, 2 unhealthy',
+    registers: [registry],
+    async collect() {
+      if (deps.health) this.set(HEALTH_LEVEL[(await deps.health()).status]);
     },
   });
 

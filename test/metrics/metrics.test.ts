@@ -76,6 +76,7 @@ describe('GET /metrics', () => {
       'launch_service_launches_total',
       'launch_service_step_duration_seconds',
       'launch_service_watch_lag_seconds',
+      'launch_service_health_status',
       'process_cpu_seconds_total',
       'nodejs_eventloop_lag_seconds',
     ]) {
@@ -100,6 +101,7 @@ describe('GET /metrics', () => {
     expect(sumSamples(s, 'launch_service_webhook_attempts_total', (l) => l.outcome === 'failure')).toBe(1);
     expect(sumSamples(s, 'launch_service_webhook_delivery_seconds_count')).toBe(6);
     expect(sumSamples(s, 'launch_service_outbox_pending')).toBe(0);
+    expect(sumSamples(s, 'launch_service_health_status')).toBe(0);
     expect(sumSamples(s, 'launch_service_launches_total', (l) => l.status === 'queued')).toBe(1);
     expect(sumSamples(s, 'launch_service_launches_total', (l) => l.status === 'complete')).toBe(1);
     expect(sumSamples(s, 'launch_service_launches_total', (l) => l.status === 'failed')).toBe(0);
