@@ -11,6 +11,7 @@ ENV NODE_ENV=production DATA_DIR=/data PORT=8080
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json tsconfig.json ./
 COPY src ./src
+COPY packages ./packages
 COPY scripts ./scripts
 EXPOSE 8080
 # Run node directly (not npm) so SIGTERM reaches the service and it shuts down cleanly.

@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'coverage/**', 'eslint.config.js'] },
+  { ignores: ['node_modules/**', 'data/**', 'coverage/**', 'packages/*/dist/**', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -15,5 +15,11 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-explicit-any': 'off',
     },
+  },
+  // Plain build scripts (packages/*/scripts/*.mjs) are outside the TypeScript project.
+  {
+    files: ['**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: { process: 'readonly' } },
   },
 );

@@ -9,7 +9,8 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
-import { verifyWebhook, WebhookVerificationError } from '../src/webhooks/verify.js';
+// In your own project: `import { verifyWebhook, WebhookVerificationError } from '@launch-service/webhooks';`
+import { verifyWebhook, WebhookVerificationError } from '../packages/webhooks/src/index.js';
 
 export interface ReceivedEvent {
   id: string;

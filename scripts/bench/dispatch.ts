@@ -49,7 +49,7 @@ export async function measureRawPosts(count: number, concurrency: number): Promi
     const worker = async () => {
       while (next < count) {
         const i = next++;
-        const headers = buildDeliveryHeaders({ secret: BENCH_SECRET, body, event: 'launch.step_complete', eventId: `evt_${i}`, attempt: 1, requestId: 'req_bench', timestampSeconds: Math.floor(Date.now() / 1000) });
+        const headers = buildDeliveryHeaders({ secrets: [BENCH_SECRET], body, event: 'launch.step_complete', eventId: `evt_${i}`, attempt: 1, requestId: 'req_bench', timestampSeconds: Math.floor(Date.now() / 1000) });
         const outcome = await client.send({ url: receiver.url, body, headers });
         if (!outcome.ok) throw new Error(`raw POST failed: ${outcome.errorClass ?? outcome.statusCode}`);
       }

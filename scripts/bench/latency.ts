@@ -73,7 +73,7 @@ async function measureRaw(rate: number, durationMs: number, warmupMs: number): P
       const id = `evt_raw_${i}`;
       const body = JSON.stringify({ id, event: 'launch.step_complete', timestamp: new Date().toISOString(), launchId: 'lch_bench', sequence: i + 1, data: { step: 'create_mint', index: i } });
       if (i >= skip) sentAt.set(id, wallNow());
-      const headers = buildDeliveryHeaders({ secret: BENCH_SECRET, body, event: 'launch.step_complete', eventId: id, attempt: 1, requestId: 'req_bench', timestampSeconds: Math.floor(Date.now() / 1000) });
+      const headers = buildDeliveryHeaders({ secrets: [BENCH_SECRET], body, event: 'launch.step_complete', eventId: id, attempt: 1, requestId: 'req_bench', timestampSeconds: Math.floor(Date.now() / 1000) });
       await client.send({ url: receiver.url, body, headers });
     });
   } finally {

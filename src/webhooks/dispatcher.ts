@@ -82,7 +82,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       outcome = { ok: false, statusCode: null, durationMs: 0, responseBody: null, errorClass: 'secret_unavailable', errorMessage: 'webhook secret cannot be decrypted with SECRET_KEY' };
     } else {
       const headers = buildDeliveryHeaders({
-        secret,
+        secrets: [secret],
         body: ctx.body,
         event: ctx.event,
         eventId: ctx.eventId,

@@ -1,18 +1,13 @@
-import { createHmac } from 'node:crypto';
+import { signatureHeaders, type SignatureScheme } from '../../packages/webhooks/src/index.js';
 
 /** The User-Agent every delivery carries, so receivers can recognise us in their logs. */
 export const WEBHOOK_USER_AGENT = 'LaunchService-Webhooks/1.0 (+https://docs.launch-service.dev/webhooks)';
 
-/**
- * HMAC-SHA256 of `<timestamp>.<raw body>` keyed with the launch's webhook secret, hex encoded
- * (SPEC §4.2). The header value is `sha256=` followed by this digest.
- */
-export function signPayload(secret: string, timestampSeconds: number, body: string | Buffer): string {
-  return createHmac('sha256', secret).update(`${timestampSeconds}.`).update(body).digest('hex');
-}
-
 export interface DeliveryHeadersInput {
-  secret: string;
+  /** Every valid secret, newest first (two during a rotation's overlap). */
+  secrets: readonly string[];
+  /** Default `service` (SPEC §4.2); `standard` per Standard Webhooks (SPEC §13). */
+  scheme?: SignatureScheme;
   body: string;
   event: string;
   eventId: string;
@@ -22,12 +17,14 @@ export interface DeliveryHeadersInput {
   timestampSeconds: number;
 }
 
-/** The exact header set of one delivery attempt (SPEC §4.2). */
+/**
+ * The exact header set of one delivery attempt (SPEC §4.2, §13). The signature headers come from the
+ * receiver package (`packages/webhooks`), so signing and verifying share one implementation.
+ */
 export function buildDeliveryHeaders(input: DeliveryHeadersInput): Record<string, string> {
   return {
     'content-type': 'application/json',
-    'x-service-signature': `sha256=${signPayload(input.secret, input.timestampSeconds, input.body)}`,
-    'x-service-timestamp': String(input.timestampSeconds),
+    ...signatureHeaders({ scheme: input.scheme ?? 'service', secrets: input.secrets, messageId: input.eventId, timestampSeconds: input.timestampSeconds, body: input.body }),
     'x-service-event': input.event,
     'x-service-event-id': input.eventId,
     'x-service-attempt': String(input.attempt),

@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createChainBackend } from '../../src/app/serviceChain.js';
-import { verifyWebhook } from '../../src/webhooks/verify.js';
+import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { launchBody } from '../support/fixtures.js';
 import { startChildService } from './support/childService.js';
 import { startRecordingReceiver } from './support/recordingReceiver.js';

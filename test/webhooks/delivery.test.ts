@@ -4,7 +4,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { retryDeadLetter } from '../../src/webhooks/deadLetterActions.js';
 import { createWebhookEngine, type WebhookEngine } from '../../src/webhooks/engine.js';
-import { verifyWebhook, WebhookVerificationError } from '../../src/webhooks/verify.js';
+import { verifyWebhook, WebhookVerificationError } from '../../packages/webhooks/src/index.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type ReceivedRequest, type Receiver, type TestDb } from './helpers.js';
 
 const SECRET = 'whsec_delivery_test_secret';
@@ -138,8 +138,8 @@ describe('webhook delivery', () => {
     const tampered = req.body.replace('create_mint', 'create_pool');
     expect(reason(() => verifyWebhook(tampered, req.headers, SECRET, { now: clock.now() }))).toBe('signature_mismatch');
     expect(reason(() => verifyWebhook(req.body, req.headers, 'whsec_wrong', { now: clock.now() }))).toBe('signature_mismatch');
-    expect(reason(() => verifyWebhook(req.body, req.headers, SECRET, { now: clock.now() + 301_000 }))).toBe('timestamp_out_of_tolerance');
-    expect(reason(() => verifyWebhook(req.body, req.headers, SECRET, { now: clock.now() - 301_000 }))).toBe('timestamp_out_of_tolerance');
+    expect(reason(() => verifyWebhook(req.body, req.headers, SECRET, { now: clock.now() + 301_000 }))).toBe('timestamp_too_old');
+    expect(reason(() => verifyWebhook(req.body, req.headers, SECRET, { now: clock.now() - 301_000 }))).toBe('timestamp_too_new');
     expect(reason(() => verifyWebhook(req.body, { ...req.headers, 'x-service-signature': 'sha256=abc' }, SECRET, { now: clock.now() }))).toBe('malformed_signature');
     expect(reason(() => verifyWebhook(req.body, {}, SECRET))).toBe('missing_header');
 
@@ -147,6 +147,6 @@ describe('webhook delivery', () => {
     const old = Math.floor(clock.now() / 1000) - 301;
     const sig = createHmac('sha256', SECRET).update(`${old}.${req.body}`).digest('hex');
     const oldHeaders = { 'x-service-timestamp': String(old), 'x-service-signature': `sha256=${sig}` };
-    expect(reason(() => verifyWebhook(req.body, oldHeaders, SECRET, { now: clock.now() }))).toBe('timestamp_out_of_tolerance');
+    expect(reason(() => verifyWebhook(req.body, oldHeaders, SECRET, { now: clock.now() }))).toBe('timestamp_too_old');
   });
 });

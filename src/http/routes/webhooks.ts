@@ -46,7 +46,7 @@ export function createWebhookTestRoutes(deps: WebhookTestRouteDeps): Hono<AppEnv
     const envelope = sampleEnvelope(input.event, now);
     const body = JSON.stringify(envelope);
     const headers = buildDeliveryHeaders({
-      secret: input.webhookSecret ?? deps.testSecret,
+      secrets: [input.webhookSecret ?? deps.testSecret],
       body,
       event: envelope.event,
       eventId: envelope.id,
