@@ -145,7 +145,8 @@ export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logg
       try {
         const current = get(host);
         // Only the trial speaks for a half-open host; stragglers from before it opened do not.
-        if (current.state !== 'half-open' || trial) {
+        // A failure of our own (the service's loop stalled) says nothing about the receiver.
+        if ((current.state !== 'half-open' || trial) && !(!outcome.ok && outcome.serviceFault)) {
           const next = outcome.ok ? breakerSucceeded(current) : breakerFailed(current, deps.clock.now(), deps.policy);
           await transition(host, next);
         }

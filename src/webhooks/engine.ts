@@ -3,6 +3,7 @@ import type { SecretBox } from '../crypto/secretBox.js';
 import type { Db } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import { startLoopLagMonitor } from '../lib/loopLag.js';
 import { createBreakerRegistry, type BreakerRegistry } from './breakerRegistry.js';
 import { createDispatcher, type Dispatcher } from './dispatcher.js';
 import type { HostLookup } from './guardedConnector.js';
@@ -41,7 +42,9 @@ export function outboundGuardEnabled(config: Pick<Config, 'production' | 'webhoo
 /** Builds the dispatcher, per-host breakers and HTTP client from config. */
 export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
   const { webhooks, breaker } = deps.config;
-  const client = createWebhookHttpClient({ timeoutMs: webhooks.timeoutMs, guard: outboundGuardEnabled(deps.config), lookup: deps.lookup });
+  // The loop's own delay, so an attempt that failed because this process stalled is not blamed on the receiver.
+  const loopLag = startLoopLagMonitor();
+  const client = createWebhookHttpClient({ timeoutMs: webhooks.timeoutMs, guard: outboundGuardEnabled(deps.config), lookup: deps.lookup, loopLag });
   const breakers = createBreakerRegistry({ db: deps.db, clock: deps.clock, logger: deps.logger, policy: breaker });
   const dispatcher = createDispatcher({
     db: deps.db,
@@ -71,6 +74,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       await dispatcher.stop();
       breakers.shutdown();
       await client.close();
+      loopLag.stop();
     },
   };
 }

@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import { Agent, buildConnector, request } from 'undici';
+import { Agent, buildConnector, request, type Dispatcher } from 'undici';
+import type { LoopLag } from '../lib/loopLag.js';
 import { BlockedDestinationError, createGuardedConnector, systemLookup, type HostLookup } from './guardedConnector.js';
+import { notifyOnWrite, type WriteHook } from './writeHook.js';
 
 /** The outcome of one HTTP attempt. `ok` only for a 2xx answer. */
 export interface AttemptOutcome {
@@ -12,6 +14,11 @@ export interface AttemptOutcome {
   /** Failure class: http_status, redirect, timeout, connection_refused, dns_error, tls_error, blocked_destination, insecure_scheme, connection_error. */
   errorClass: string | null;
   errorMessage: string | null;
+  /**
+   * The failure is this service's own (`service_lagging`: its event loop stalled while the attempt
+   * was in flight, even after one immediate retry on a fresh connection): not held against the receiver's breaker.
+   */
+  serviceFault?: boolean;
 }
 
 export interface WebhookRequest {
@@ -35,6 +42,13 @@ export interface WebhookHttpClientOptions {
   addressPolicy?: (address: string) => string | undefined;
   /** Trusted CA certificates, replacing Node's defaults. */
   ca?: string | Buffer;
+  /**
+   * This process's event-loop delay. A failure during which the loop stalled at least
+   * `lagToleranceMs` (default: a quarter of the timeout, at least 1 s, so a busy shared machine's
+   * scheduling hiccups do not count) is ours, not the receiver's.
+   */
+  loopLag?: LoopLag;
+  lagToleranceMs?: number;
 }
 
 const MAX_READ_BYTES = 64 * 1024;
@@ -50,6 +64,12 @@ function classify(error: unknown, timedOut: boolean): { errorClass: string; erro
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { errorClass: 'dns_error', errorMessage: message };
   if (/TLS|CERT|SSL|SELF_SIGNED|ERR_SSL/.test(code) || /certificate|tls/i.test(message)) return { errorClass: 'tls_error', errorMessage: message };
   return { errorClass: 'connection_error', errorMessage: code ? `${code}: ${message}` : message };
+}
+
+/** Errors that a pooled keep-alive socket the receiver already closed produces (only meaningful on a reused socket). */
+function staleSocketError(error: unknown): boolean {
+  const code = (error as { code?: string })?.code ?? '';
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE';
 }
 
 /** Reads at most 64 KB of the body, then drops the rest: a receiver cannot make us buffer more. */
@@ -73,12 +93,42 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
   const connect = options.guard
     ? createGuardedConnector({ lookup: options.lookup ?? systemLookup, connectTimeoutMs: options.timeoutMs, policy: options.addressPolicy, ca: options.ca })
     : buildConnector({ timeout: options.timeoutMs, ...(options.ca === undefined ? {} : { ca: options.ca }) });
-  const agent = new Agent({
-    connect,
-    headersTimeout: options.timeoutMs,
-    bodyTimeout: options.timeoutMs,
-    keepAliveTimeout: 4_000,
-  });
+  const agentOptions = { connect, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs };
+  const agent = new Agent({ ...agentOptions, keepAliveTimeout: 4_000 }).compose(notifyOnWrite);
+  const lagToleranceMs = options.lagToleranceMs ?? Math.max(1_000, options.timeoutMs / 4);
+
+  type Raw = { ok: true; statusCode: number; body: string; location: string | undefined } | { ok: false; error: unknown; timedOut: boolean; reusedSocket: boolean };
+
+  /**
+   * One HTTP exchange. The receiver's deadline (connect, headers and body together, so a
+   * trickling receiver cannot hold a slot) starts when the request is written to the socket; until
+   * then a backstop of twice the timeout bounds connecting and queueing.
+   */
+  async function exchange(url: URL, req: WebhookRequest, dispatcher: Dispatcher): Promise<Raw> {
+    const controller = new AbortController();
+    let timedOut = false;
+    const expire = () => {
+      timedOut = true;
+      controller.abort();
+    };
+    let timer = setTimeout(expire, 2 * options.timeoutMs);
+    const hook: WriteHook = {
+      onWrite() {
+        clearTimeout(timer);
+        timer = setTimeout(expire, options.timeoutMs);
+      },
+    };
+    try {
+      const res = await request(url, { method: 'POST', headers: req.headers, body: req.body, dispatcher, signal: controller.signal, opaque: hook });
+      const body = (await readBounded(res.body)).subarray(0, MAX_STORED_BYTES).toString('utf8');
+      const location = res.headers.location;
+      return { ok: true, statusCode: res.statusCode, body, location: location === undefined ? undefined : String(location) };
+    } catch (error) {
+      return { ok: false, error, timedOut, reusedSocket: hook.reusedSocket === true };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   return {
     async send(req) {
@@ -101,29 +151,33 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
       if (url.protocol !== 'https:' && url.protocol !== 'http:') return fail('invalid_url', `scheme ${url.protocol} is not supported`);
       if (options.guard && url.protocol !== 'https:') return fail('insecure_scheme', 'webhook URL must use https');
 
-      const controller = new AbortController();
-      let timedOut = false;
-      // One deadline for connect, headers and body together, so a trickling receiver cannot hold a slot.
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, options.timeoutMs);
-      try {
-        const res = await request(url, { method: 'POST', headers: req.headers, body: req.body, dispatcher: agent, signal: controller.signal });
-        const body = (await readBounded(res.body)).subarray(0, MAX_STORED_BYTES).toString('utf8');
-        const status = res.statusCode;
+      let raw = await exchange(url, req, agent);
+      const lagged = () => (options.loopLag ? options.loopLag.maxSince(started) : 0);
+      if (!raw.ok && ((raw.reusedSocket && staleSocketError(raw.error)) || lagged() >= lagToleranceMs)) {
+        // A pooled socket the receiver had closed, or our own stalled loop: not the receiver's
+        // fault, so try again at once on a connection of its own.
+        const fresh = new Agent({ ...agentOptions, pipelining: 0 }).compose(notifyOnWrite);
+        try {
+          raw = await exchange(url, req, fresh);
+        } finally {
+          void fresh.close().catch(() => undefined);
+        }
+      }
+      if (raw.ok) {
+        const { statusCode: status, body } = raw;
         if (status >= 200 && status < 300) return { ok: true, statusCode: status, durationMs: elapsed(), responseBody: body, errorClass: null, errorMessage: null };
         if (status >= 300 && status < 400) {
-          const location = res.headers.location;
-          return fail('redirect', `redirect not followed${location ? ` (Location: ${String(location).slice(0, 200)})` : ''}`, status, body);
+          return fail('redirect', `redirect not followed${raw.location ? ` (Location: ${raw.location.slice(0, 200)})` : ''}`, status, body);
         }
         return fail('http_status', `receiver answered ${status}`, status, body);
-      } catch (error) {
-        const { errorClass, errorMessage } = classify(error, timedOut);
-        return fail(errorClass, errorMessage);
-      } finally {
-        clearTimeout(timer);
       }
+      const lag = lagged();
+      if (lag >= lagToleranceMs) {
+        const { errorMessage } = classify(raw.error, raw.timedOut);
+        return { ...fail('service_lagging', `the service's event loop stalled ${Math.round(lag)} ms during the attempt: ${errorMessage}`), serviceFault: true };
+      }
+      const { errorClass, errorMessage } = classify(raw.error, raw.timedOut);
+      return fail(errorClass, errorMessage);
     },
     async close() {
       await agent.close();
