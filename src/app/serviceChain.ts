@@ -5,7 +5,8 @@ import { createEmbeddedBackend } from '../chain/embedded/backend.js';
 import { createRpcBackend } from '../chain/rpc/backend.js';
 import { loadKeypairFile } from '../chain/rpc/payerFile.js';
 import { cpmmGenesisHook } from '../chain/programs/cpmm/genesis.js';
-import { DEFAULT_PROGRAM_IDS, requiredPrograms, stepExecutors } from '../chain/steps/index.js';
+import { CPMM_MAINNET_PROGRAM_ID } from '../chain/programs/programIds.js';
+import { requiredPrograms, stepExecutors } from '../chain/steps/index.js';
 import type { RequiredProgram, StepExecutor, StepName } from '../chain/steps/types.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/database.js';
@@ -26,7 +27,7 @@ export async function createChainBackend(config: Config, deps: { db: Db; clock: 
     logger: deps.logger,
     programsDir: config.chain.programsDir,
     // Accounts the pool program needs before its first pool (an AmmConfig and its fee receiver).
-    genesisHooks: [cpmmGenesisHook(new PublicKey(DEFAULT_PROGRAM_IDS.pool))],
+    genesisHooks: [cpmmGenesisHook(CPMM_MAINNET_PROGRAM_ID)],
   });
 }
 

@@ -1,12 +1,12 @@
 import { createHmac } from 'node:crypto';
 import type { ChainBackend } from '../chain/backend.js';
 import { deriveLaunchKeys } from '../chain/keys.js';
-import { assertPayerCoversProgramSteps } from '../chain/programs/balance.js';
-import { DEFAULT_PROGRAM_IDS } from '../chain/steps/programIds.js';
-import type { PendingTx, StepExecutor, StepName } from '../chain/steps/types.js';
+import { DEFAULT_PROGRAM_IDS } from '../chain/programs/programIds.js';
+import { assertPayerCoversProgramSteps } from '../chain/steps/balance.js';
+import type { StepExecutor, StepName } from '../chain/steps/types.js';
 import { NonRetriableError } from '../lib/retry.js';
 import { planFromRequest } from './plan.js';
-import type { StepRunner } from './runLaunch.js';
+import type { StepRunner } from './stepPort.js';
 
 /** What the token steps need at most: mint and token-account rent plus fees, with margin. */
 const TOKEN_STEPS_RESERVE_LAMPORTS = 20_000_000;
@@ -20,7 +20,7 @@ export function launchKeySecret(secretKey: Buffer): Buffer {
 export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Buffer; executors: Partial<Record<StepName, StepExecutor>> }): StepRunner {
   const master = launchKeySecret(deps.secretKey);
   return async (input) => {
-    const executor = deps.executors[input.step as StepName];
+    const executor = deps.executors[input.step];
     if (!executor) throw new NonRetriableError('invalid_configuration', `No executor for step ${input.step}`);
     const plan = planFromRequest(input.launchId, input.request);
     if (input.step === 'create_mint' && Object.keys(input.pending).length === 0) {
@@ -31,8 +31,8 @@ export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Bu
       plan,
       keys: deriveLaunchKeys(master, input.launchId),
       results: input.results,
-      pending: input.pending as Record<string, PendingTx>,
-      recordPending: (label, tx) => input.recordPending(label, tx),
+      pending: input.pending,
+      recordPending: input.recordPending,
       chain: deps.chain,
       logger: input.logger,
     });

@@ -1,7 +1,7 @@
-import type { StepRunOutput } from './runLaunch.js';
+import type { StepOutcome } from '../chain/steps/types.js';
 
 /** The events a completed step emits: `launch.step_complete`, plus `vesting.created` / `dao.created`. */
-export function stepEvents(step: string, index: number, total: number, output: StepRunOutput): Array<{ event: string; data: unknown }> {
+export function stepEvents(step: string, index: number, total: number, output: StepOutcome): Array<{ event: string; data: unknown }> {
   const events: Array<{ event: string; data: unknown }> = [
     { event: 'launch.step_complete', data: { step, index: index + 1, total, transactions: output.transactions, result: output.result } },
   ];
@@ -14,7 +14,7 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 const obj = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>) : null);
 
 /** `launch.complete` data exactly as seed 001: every address and every transaction with its type. */
-export function completionData(results: Record<string, unknown>, transactions: StepRunOutput['transactions']): Record<string, unknown> {
+export function completionData(results: Record<string, unknown>, transactions: StepOutcome['transactions']): Record<string, unknown> {
   const dao = obj(results.dao);
   const pool = obj(results.pool);
   const vesting = obj(results.vesting);

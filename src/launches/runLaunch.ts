@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { PendingTx, StepOutcome } from '../chain/steps/types.js';
 import type { Db } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
@@ -9,24 +10,8 @@ import { completionData, stepEvents } from './events.js';
 import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchOrThrow } from './runStore.js';
 import { findSteps } from './store.js';
 import { failLaunch } from './failLaunch.js';
-
-/** What a step runner gets: the launch, earlier results and this step's recorded transactions. */
-export interface StepRunInput {
-  launchId: string;
-  step: string;
-  request: Record<string, unknown>;
-  results: Record<string, unknown>;
-  pending: Record<string, unknown>;
-  recordPending(label: string, tx: unknown): Promise<void>;
-  logger: Logger;
-}
-
-export interface StepRunOutput {
-  result: Record<string, unknown>;
-  transactions: Array<{ type: string; signature: string }>;
-}
-
-export type StepRunner = (input: StepRunInput) => Promise<StepRunOutput>;
+import type { StepRunner } from './stepPort.js';
+import { asStepName } from './steps.js';
 
 export type RunOutcome = { kind: 'complete' } | { kind: 'failed' } | { kind: 'retry'; attempt: number } | { kind: 'paused' };
 
@@ -67,13 +52,13 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     if (step.status === 'complete' || step.status === 'skipped') continue;
     if (!args.shouldContinue()) return { kind: 'paused' };
     const attempt = await startStep(db, { launchId: launch.id, step: step.name, now: clock.now() });
-    const pending = parseJson<Record<string, unknown>>(step.pending_tx, {});
+    const pending = parseJson<Record<string, PendingTx>>(step.pending_tx, {});
     const logger = args.logger.child({ step: step.name, attempt });
-    let output: StepRunOutput;
+    let output: StepOutcome;
     try {
       output = await args.runStep({
         launchId: launch.id,
-        step: step.name,
+        step: asStepName(step.name),
         request,
         results: { ...results },
         pending,
@@ -106,7 +91,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
   }
 
   const finalSteps = await findSteps(db, launch.id);
-  const transactions = finalSteps.flatMap((s) => parseJson<StepRunOutput['transactions']>(s.transactions, []));
+  const transactions = finalSteps.flatMap((s) => parseJson<StepOutcome['transactions']>(s.transactions, []));
   try {
     await args.finalize(transactions.map((t) => t.signature));
   } catch (error) {

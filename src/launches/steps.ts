@@ -1,15 +1,19 @@
+import { STEP_ORDER, type StepName } from '../chain/steps/types.js';
+import { NonRetriableError } from '../lib/retry.js';
 import type { LaunchRequest } from './request.js';
 
-/** Every step a launch can have, in execution order (SPEC §1). */
-export const STEP_ORDER = ['create_mint', 'create_metadata', 'distribute_supply', 'create_vesting', 'create_dao', 'create_pool'] as const;
-export type LaunchStepName = (typeof STEP_ORDER)[number];
-
 /** The steps this request runs; the last three only when the request asks for them. */
-export function stepsFor(req: Pick<LaunchRequest, 'vesting' | 'dao' | 'pool'>): LaunchStepName[] {
+export function stepsFor(req: Pick<LaunchRequest, 'vesting' | 'dao' | 'pool'>): StepName[] {
   return STEP_ORDER.filter((step) => {
     if (step === 'create_vesting') return req.vesting !== undefined;
     if (step === 'create_dao') return req.dao !== undefined;
     if (step === 'create_pool') return req.pool !== undefined;
     return true;
   });
+}
+
+/** A step name read back from the database; an unknown one fails the launch instead of being cast. */
+export function asStepName(name: string): StepName {
+  if ((STEP_ORDER as readonly string[]).includes(name)) return name as StepName;
+  throw new NonRetriableError('invalid_configuration', `Unknown launch step ${name}`);
 }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { importGraph } from '../support/importGraph.js';
+import { findCycles, importGraph } from '../support/importGraph.js';
 
 const src = join(import.meta.dirname, '..', '..', 'src');
 const graph = importGraph(src);
@@ -26,7 +26,26 @@ describe('the layers of src (docs/architecture.md)', () => {
     expect(crossings((file) => domain.some((d) => file.startsWith(d)), 'http')).toEqual([]);
   });
 
+  it('has no import cycle', () => {
+    expect(findCycles(graph)).toEqual([]);
+  });
+
+  it('keeps chain/programs pure codecs that never import the step executors', () => {
+    expect(crossings((file) => file.startsWith('chain/programs/'), 'chain/steps')).toEqual([]);
+  });
+
   it('lets only the composition root import src/app', () => {
     expect(crossings((file) => !file.startsWith('app/'), 'app')).toEqual([]);
+  });
+});
+
+describe('the import graph checker', () => {
+  it('finds a cycle when there is one', () => {
+    const cyclic = new Map([
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['c.ts']],
+      ['c.ts', ['a.ts']],
+    ]);
+    expect(findCycles(cyclic)).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
   });
 });

@@ -8,7 +8,7 @@ import { NonRetriableError, TransientError } from '../../src/lib/retry.js';
 import { Keypair } from '@solana/web3.js';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
 import type { GenesisHook } from '../../src/chain/embedded/programs.js';
-import { readTokenMetadata } from '../../src/chain/steps/tokenMetadata.js';
+import { readTokenMetadata } from '../../src/chain/programs/token2022/tokenMetadata.js';
 import { requiredPrograms } from '../../src/chain/steps/index.js';
 import { StepHarness, samplePlan, tempDatabase } from './support/fixtures.js';
 import { ataBalance, readMintBack } from './support/readBack.js';

@@ -8,7 +8,8 @@ import type { OpenedDatabase } from '../../src/db/database.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
-import { METAPLEX_TOKEN_METADATA_PROGRAM_ID, metaplexMetadataAddress, readMetaplexMetadata } from '../../src/chain/steps/metaplex.js';
+import { metaplexMetadataAddress, readMetaplexMetadata } from '../../src/chain/programs/metaplex/metadata.js';
+import { METAPLEX_TOKEN_METADATA_PROGRAM_ID } from '../../src/chain/programs/programIds.js';
 import { StepHarness, samplePlan, tempDatabase } from './support/fixtures.js';
 import { ataBalance, readMintBack } from './support/readBack.js';
 

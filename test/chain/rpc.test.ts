@@ -11,7 +11,7 @@ import type { ChainBackend } from '../../src/chain/backend.js';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
 import { createRpcBackend, type RpcBackendOptions } from '../../src/chain/rpc/backend.js';
 import { loadKeypairFile } from '../../src/chain/rpc/payerFile.js';
-import { readTokenMetadata } from '../../src/chain/steps/tokenMetadata.js';
+import { readTokenMetadata } from '../../src/chain/programs/token2022/tokenMetadata.js';
 import type { StepName } from '../../src/chain/steps/types.js';
 import { StepHarness, samplePlan, tempDatabase } from './support/fixtures.js';
 import { ataBalance, readMintBack } from './support/readBack.js';

@@ -3,7 +3,7 @@ import { NonRetriableError, TransientError } from '../../src/lib/retry.js';
 import { classifyRpcError, classifyTransactionFailure } from '../../src/chain/errors.js';
 import { deriveLaunchKeys } from '../../src/chain/keys.js';
 import { splitSupply } from '../../src/chain/steps/allocations.js';
-import { requiredPrograms } from '../../src/chain/steps/programIds.js';
+import { requiredPrograms } from '../../src/chain/steps/requiredPrograms.js';
 import { samplePlan } from './support/fixtures.js';
 
 describe('launch keys', () => {

@@ -12,7 +12,7 @@ import { createLaunch } from '../../src/launches/createLaunch.js';
 import { parseLaunchRequest } from '../../src/launches/request.js';
 import { retryLaunch } from '../../src/launches/retryLaunch.js';
 import { LaunchRunner } from '../../src/launches/runner.js';
-import type { StepRunner } from '../../src/launches/runLaunch.js';
+import type { StepRunner } from '../../src/launches/stepPort.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { TransientError } from '../../src/lib/retry.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_PROGRAM_IDS } from '../../src/chain/steps/programIds.js';
+import { DEFAULT_PROGRAM_IDS } from '../../src/chain/programs/programIds.js';
 import { ataBalance, readMintBack } from '../chain/support/readBack.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';

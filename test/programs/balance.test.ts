@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LAMPORTS_PER_SOL } from '@solana/web3.js';
-import { assertPayerCoversProgramSteps, programStepCosts } from '../../src/chain/programs/balance.js';
-import { DEFAULT_PROGRAM_IDS } from '../../src/chain/steps/programIds.js';
+import { assertPayerCoversProgramSteps, programStepCosts } from '../../src/chain/steps/balance.js';
+import { DEFAULT_PROGRAM_IDS } from '../../src/chain/programs/programIds.js';
 import { createPool } from '../../src/chain/steps/createPool.js';
 import { CPMM_MAINNET_PROGRAM_ID } from '../../src/chain/programs/programIds.js';
 import { fullPlan, startLaunch, type EmbeddedLaunch } from './support/embeddedLaunch.js';

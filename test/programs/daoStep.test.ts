@@ -4,7 +4,7 @@ import { ACCOUNT_SIZE, TOKEN_PROGRAM_ID, unpackAccount } from '@solana/spl-token
 import { createDao } from '../../src/chain/steps/createDao.js';
 import { splitSupply } from '../../src/chain/steps/allocations.js';
 import { decodeGovernance, decodeRealm } from '../../src/chain/programs/governance/accounts.js';
-import { GOVERNANCE_SIZES } from '../../src/chain/programs/costs.js';
+import { GOVERNANCE_SIZES } from '../../src/chain/steps/costs.js';
 import { SPL_GOVERNANCE_PROGRAM_ID } from '../../src/chain/programs/programIds.js';
 import { realmConfigAddress } from '../../src/chain/programs/governance/pdas.js';
 import { fullPlan, startLaunch, type EmbeddedLaunch } from './support/embeddedLaunch.js';

@@ -3,8 +3,8 @@ import { Keypair } from '@solana/web3.js';
 import { createDao, createDaoStep } from '../../src/chain/steps/createDao.js';
 import { createPool, createPoolStep } from '../../src/chain/steps/createPool.js';
 import { createVestingStep } from '../../src/chain/steps/createVesting.js';
-import { solToLamports } from '../../src/chain/programs/stepSupport.js';
-import { DEFAULT_PROGRAM_IDS } from '../../src/chain/steps/programIds.js';
+import { solToLamports } from '../../src/chain/steps/support.js';
+import { DEFAULT_PROGRAM_IDS } from '../../src/chain/programs/programIds.js';
 import { fullPlan, startLaunch, type EmbeddedLaunch } from './support/embeddedLaunch.js';
 
 const nonRetriable = (code: string) => ({ name: 'NonRetriableError', code });

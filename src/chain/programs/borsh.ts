@@ -1,7 +1,16 @@
 /**
- * A minimal little-endian writer/reader for the fixed-layout (Borsh / zero-copy) instruction
- * arguments and accounts of the programs we call. Only the widths those layouts use.
+ * The one Borsh writer and reader of the chain layer: little-endian fields for the fixed-layout
+ * (Borsh / zero-copy) instruction arguments and accounts of the programs we call, plus Borsh
+ * strings (u32 length, then UTF-8). Only the widths those layouts use.
  */
+
+/** A Borsh string: u32 little-endian length prefix, then the UTF-8 bytes. */
+export function borshString(value: string): Buffer {
+  const bytes = Buffer.from(value, 'utf8');
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(bytes.length);
+  return Buffer.concat([len, bytes]);
+}
 
 /** Appends little-endian fields and returns the bytes. */
 export class LayoutWriter {
@@ -45,7 +54,7 @@ export class LayoutWriter {
   }
 }
 
-/** Reads little-endian fields at fixed offsets, throwing on short data. */
+/** Reads little-endian fields at given offsets, throwing on short data. */
 export class LayoutReader {
   private readonly buf: Buffer;
 
@@ -73,9 +82,20 @@ export class LayoutReader {
     return this.buf.readUInt16LE(offset);
   }
 
+  u32(offset: number): number {
+    this.need(offset, 4);
+    return this.buf.readUInt32LE(offset);
+  }
+
   u64(offset: number): bigint {
     this.need(offset, 8);
     return this.buf.readBigUInt64LE(offset);
+  }
+
+  /** The Borsh string at `offset` and the offset just after it (where the next field starts). */
+  string(offset: number): { value: string; end: number } {
+    const length = this.u32(offset);
+    return { value: this.bytes(offset + 4, length).toString('utf8'), end: offset + 4 + length };
   }
 
   bytes(offset: number, length: number): Buffer {

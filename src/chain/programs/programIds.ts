@@ -1,5 +1,13 @@
 import { PublicKey } from '@solana/web3.js';
 
+/**
+ * The one registry of the program ids this service calls beyond the embedded defaults (System,
+ * SPL Token, Token-2022, Associated Token, which `@solana/spl-token` names). Steps, the capability
+ * check and the embedded chain's genesis all read them from here.
+ */
+
+/** Metaplex Token Metadata (mainnet and devnet). */
+export const METAPLEX_TOKEN_METADATA_PROGRAM_ID = new PublicKey('metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s');
 /** Jupiter Lock (vesting escrows), the same id on mainnet and devnet. */
 export const JUPITER_LOCK_PROGRAM_ID = new PublicKey('LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn');
 /** SPL Governance, the canonical program-version-3 deployment. */
@@ -8,8 +16,6 @@ export const SPL_GOVERNANCE_PROGRAM_ID = new PublicKey('GovER5Lthms3bLBqWub97yVr
 export const CPMM_MAINNET_PROGRAM_ID = new PublicKey('CPMMoo8L3F4NbTegBCKVNunggL7H1ZpdTHKxQB5qKP1C');
 /** Raydium CPMM (cp-swap) on devnet. */
 export const CPMM_DEVNET_PROGRAM_ID = new PublicKey('DRaycpLY18LhpbydsBWbVJtxpNv9oXPgjRSfpF2bWpYb');
-/** SPL Memo v2 (used by token-2022-aware instructions that accept a memo). */
-export const MEMO_PROGRAM_ID = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
 
 /**
  * Where a CPMM build sends its pool-creation fee. The receiver is compiled into each build
@@ -55,16 +61,18 @@ export function cpmmDeployment(
   };
 }
 
-/** Program ids the vesting, DAO and pool steps call; every one configurable. */
-export interface LaunchProgramIds {
-  jupiterLock: PublicKey;
-  governance: PublicKey;
-  cpmm: PublicKey;
+/** Program ids the steps use, as base58; each overridable (tests point one at an absent program). */
+export interface ProgramIds {
+  tokenMetadata: string;
+  vesting: string;
+  governance: string;
+  pool: string;
 }
 
-/** Mainnet defaults (Jupiter Lock and Governance share ids with devnet; CPMM differs). */
-export const DEFAULT_LAUNCH_PROGRAM_IDS: LaunchProgramIds = {
-  jupiterLock: JUPITER_LOCK_PROGRAM_ID,
-  governance: SPL_GOVERNANCE_PROGRAM_ID,
-  cpmm: CPMM_MAINNET_PROGRAM_ID,
+/** Mainnet defaults (Jupiter Lock, Governance and Token Metadata share ids with devnet; CPMM differs). */
+export const DEFAULT_PROGRAM_IDS: ProgramIds = {
+  tokenMetadata: METAPLEX_TOKEN_METADATA_PROGRAM_ID.toBase58(),
+  vesting: JUPITER_LOCK_PROGRAM_ID.toBase58(),
+  governance: SPL_GOVERNANCE_PROGRAM_ID.toBase58(),
+  pool: CPMM_MAINNET_PROGRAM_ID.toBase58(),
 };

@@ -1,13 +1,13 @@
 import { PublicKey } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { NonRetriableError } from '../../lib/retry.js';
-import { daoRentLamports } from '../programs/costs.js';
+import { daoRentLamports } from './costs.js';
 import { decodeRealm } from '../programs/governance/accounts.js';
 import { buildDaoInstructions } from '../programs/governance/instructions.js';
 import { MAX_REALM_NAME_BYTES, realmAddress, type DaoAddresses } from '../programs/governance/pdas.js';
-import { allocationAmount, requireProgram, sendOnce } from '../programs/stepSupport.js';
+import { allocationAmount, requireProgram, sendOnce } from './support.js';
 import { totalBaseUnits } from './allocations.js';
-import { DEFAULT_PROGRAM_IDS, type ProgramIds } from './programIds.js';
+import { DEFAULT_PROGRAM_IDS, type ProgramIds } from '../programs/programIds.js';
 import type { StepContext, StepExecutor } from './types.js';
 
 /**

@@ -2,8 +2,9 @@ import { PublicKey } from '@solana/web3.js';
 import { NonRetriableError } from '../../lib/retry.js';
 import { sendIdempotent } from '../send.js';
 import { readMint, tokenProgramOf } from './chainReads.js';
-import { METAPLEX_TOKEN_METADATA_PROGRAM_ID, createMetaplexMetadataInstruction, metaplexMetadataAddress } from './metaplex.js';
-import { readTokenMetadata } from './tokenMetadata.js';
+import { createMetaplexMetadataInstruction, metaplexMetadataAddress } from '../programs/metaplex/metadata.js';
+import { METAPLEX_TOKEN_METADATA_PROGRAM_ID } from '../programs/programIds.js';
+import { readTokenMetadata } from '../programs/token2022/tokenMetadata.js';
 import type { StepContext, StepExecutor } from './types.js';
 
 // Metaplex metadata account: 1 + 32 + 32 + 4+32 + 4+10 + 4+200 + 2 + 1+(4+5*34) + 1 + 1 + 1 + 1+1 + 1+33 + 1+17 + 1+9 + 1+33 (max).

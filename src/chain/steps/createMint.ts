@@ -8,7 +8,7 @@ import {
 } from '@solana/spl-token';
 import { sendIdempotent } from '../send.js';
 import { readMint, tokenProgramOf } from './chainReads.js';
-import { createInitializeTokenMetadataInstruction, readTokenMetadata, tokenMetadataSpace } from './tokenMetadata.js';
+import { createInitializeTokenMetadataInstruction, readTokenMetadata, tokenMetadataSpace } from '../programs/token2022/tokenMetadata.js';
 import type { StepContext, StepExecutor } from './types.js';
 
 /**

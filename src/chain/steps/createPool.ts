@@ -1,15 +1,15 @@
 import { PublicKey } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync, NATIVE_MINT } from '@solana/spl-token';
 import { NonRetriableError } from '../../lib/retry.js';
-import { poolLamports } from '../programs/costs.js';
+import { poolLamports } from './costs.js';
 import { decodeAmmConfig } from '../programs/cpmm/ammConfig.js';
 import { ammConfigAddress } from '../programs/cpmm/pdas.js';
 import { buildCreatePoolInstructions, type CreatePoolPlan } from '../programs/cpmm/poolInstructions.js';
 import { decodePoolState } from '../programs/cpmm/poolState.js';
 import { cpmmDeployment, type CpmmDeployment } from '../programs/programIds.js';
-import { allocationAmount, planKey, requireProgram, sendOnce, solToLamports } from '../programs/stepSupport.js';
+import { allocationAmount, planKey, requireProgram, sendOnce, solToLamports } from './support.js';
 import { tokenProgramOf } from './chainReads.js';
-import { DEFAULT_PROGRAM_IDS, type ProgramIds } from './programIds.js';
+import { DEFAULT_PROGRAM_IDS, type ProgramIds } from '../programs/programIds.js';
 import type { StepContext, StepExecutor } from './types.js';
 
 /**

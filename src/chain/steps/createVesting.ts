@@ -1,14 +1,14 @@
 import { PublicKey } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { NonRetriableError } from '../../lib/retry.js';
-import { vestingRentLamports } from '../programs/costs.js';
+import { vestingRentLamports } from './costs.js';
 import { decodeVestingEscrow, type VestingEscrowAccount } from '../programs/jupiterLock/escrowAccount.js';
 import { escrowAddress, escrowTokenAddress } from '../programs/jupiterLock/pdas.js';
 import { deriveVestingSchedule } from '../programs/jupiterLock/schedule.js';
 import { buildCreateEscrowInstructions } from '../programs/jupiterLock/vestingInstructions.js';
-import { allocationAmount, chainUnixTime, planKey, requireProgram, sendOnce } from '../programs/stepSupport.js';
+import { allocationAmount, chainUnixTime, planKey, requireProgram, sendOnce } from './support.js';
 import { tokenProgramOf } from './chainReads.js';
-import { DEFAULT_PROGRAM_IDS, type ProgramIds } from './programIds.js';
+import { DEFAULT_PROGRAM_IDS, type ProgramIds } from '../programs/programIds.js';
 import type { StepContext, StepExecutor } from './types.js';
 
 /**

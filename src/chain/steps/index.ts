@@ -7,7 +7,7 @@ import { distributeSupply } from './distributeSupply.js';
 import type { StepExecutor, StepName } from './types.js';
 
 export type { LaunchPlan, PendingTx, RequiredProgram, StepContext, StepExecutor, StepName, StepOutcome } from './types.js';
-export { DEFAULT_PROGRAM_IDS, requiredPrograms, type ProgramIds } from './programIds.js';
+export { requiredPrograms } from './requiredPrograms.js';
 
 /** Executors of every launch step. */
 export const stepExecutors: Partial<Record<StepName, StepExecutor>> = {

@@ -2,8 +2,10 @@ import type { Logger } from '../../lib/logger.js';
 import type { ChainBackend } from '../backend.js';
 import type { LaunchKeys } from '../keys.js';
 
-/** Launch steps, in the order the runner executes them. */
-export type StepName = 'create_mint' | 'create_metadata' | 'distribute_supply' | 'create_vesting' | 'create_dao' | 'create_pool';
+/** Every step a launch can have, in the order the runner executes them (docs/events.md). */
+export const STEP_ORDER = ['create_mint', 'create_metadata', 'distribute_supply', 'create_vesting', 'create_dao', 'create_pool'] as const;
+/** The one name of a launch step, shared by the launch bookkeeping and the chain executors. */
+export type StepName = (typeof STEP_ORDER)[number];
 
 /** What a launch asks the chain for (validated request, amounts parsed). */
 export interface LaunchPlan {

@@ -1,8 +1,6 @@
 import { PublicKey, SystemProgram, TransactionInstruction } from '@solana/web3.js';
-import { BorshReader, borshString } from './borsh.js';
-
-/** Metaplex Token Metadata program (mainnet and devnet). */
-export const METAPLEX_TOKEN_METADATA_PROGRAM_ID = new PublicKey('metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s');
+import { borshString, LayoutReader } from '../borsh.js';
+import { METAPLEX_TOKEN_METADATA_PROGRAM_ID } from '../programIds.js';
 
 const CREATE_METADATA_ACCOUNT_V3 = 33;
 
@@ -52,10 +50,17 @@ export function createMetaplexMetadataInstruction(args: {
 
 /** Reads name, symbol and uri of a Metaplex metadata account (padding trimmed). */
 export function readMetaplexMetadata(data: Uint8Array): { updateAuthority: PublicKey; mint: PublicKey; name: string; symbol: string; uri: string } {
-  const reader = new BorshReader(data);
-  reader.bytes(1);
-  const updateAuthority = new PublicKey(reader.bytes(32));
-  const mint = new PublicKey(reader.bytes(32));
+  // key u8, update authority, mint, then the three strings (padded with NULs by the program).
+  const reader = new LayoutReader(data);
+  const name = reader.string(65);
+  const symbol = reader.string(name.end);
+  const uri = reader.string(symbol.end);
   const trim = (s: string) => s.replace(/\0+$/, '');
-  return { updateAuthority, mint, name: trim(reader.string()), symbol: trim(reader.string()), uri: trim(reader.string()) };
+  return {
+    updateAuthority: new PublicKey(reader.bytes(1, 32)),
+    mint: new PublicKey(reader.bytes(33, 32)),
+    name: trim(name.value),
+    symbol: trim(symbol.value),
+    uri: trim(uri.value),
+  };
 }

@@ -1,6 +1,6 @@
 import { PublicKey, TransactionInstruction } from '@solana/web3.js';
 import { ExtensionType, getExtensionData, type Mint } from '@solana/spl-token';
-import { BorshReader, borshString } from './borsh.js';
+import { borshString, LayoutReader } from '../borsh.js';
 
 /** The fields this service writes into a token's metadata. */
 export interface TokenMetadataFields {
@@ -48,13 +48,17 @@ export function createInitializeTokenMetadataInstruction(args: {
 export function readTokenMetadata(mint: Mint): TokenMetadataFields | null {
   const data = getExtensionData(ExtensionType.TokenMetadata, mint.tlvData);
   if (data === null) return null;
-  const reader = new BorshReader(data);
-  const authority = new PublicKey(reader.bytes(32));
+  // update authority (zero = none), mint, then name, symbol and uri as Borsh strings.
+  const reader = new LayoutReader(data);
+  const authority = new PublicKey(reader.bytes(0, 32));
+  const name = reader.string(64);
+  const symbol = reader.string(name.end);
+  const uri = reader.string(symbol.end);
   return {
     updateAuthority: authority.equals(PublicKey.default) ? null : authority,
-    mint: new PublicKey(reader.bytes(32)),
-    name: reader.string(),
-    symbol: reader.string(),
-    uri: reader.string(),
+    mint: new PublicKey(reader.bytes(32, 32)),
+    name: name.value,
+    symbol: symbol.value,
+    uri: uri.value,
   };
 }

@@ -1,15 +1,15 @@
 import { PublicKey } from '@solana/web3.js';
 import { NonRetriableError } from '../../lib/retry.js';
 import type { ChainBackend } from '../backend.js';
-import type { ProgramIds } from '../steps/programIds.js';
-import type { LaunchPlan } from '../steps/types.js';
+import type { ProgramIds } from '../programs/programIds.js';
+import type { LaunchPlan } from './types.js';
 import { estimateFee } from '../transaction.js';
-import { decodeAmmConfig } from './cpmm/ammConfig.js';
-import { DEFAULT_AMM_CONFIG_FEES } from './cpmm/genesis.js';
-import { ammConfigAddress } from './cpmm/pdas.js';
+import { decodeAmmConfig } from '../programs/cpmm/ammConfig.js';
+import { DEFAULT_AMM_CONFIG_FEES } from '../programs/cpmm/genesis.js';
+import { ammConfigAddress } from '../programs/cpmm/pdas.js';
 import { daoRentLamports, poolLamports, vestingRentLamports } from './costs.js';
-import { cpmmDeployment } from './programIds.js';
-import { solToLamports } from './stepSupport.js';
+import { cpmmDeployment } from '../programs/programIds.js';
+import { solToLamports } from './support.js';
 
 /** What the vesting, DAO and pool steps of a plan will spend, in lamports, by step. */
 export interface ProgramStepCosts {

@@ -2,8 +2,8 @@ import { PublicKey, SYSVAR_CLOCK_PUBKEY } from '@solana/web3.js';
 import { NonRetriableError } from '../../lib/retry.js';
 import type { ChainBackend } from '../backend.js';
 import { sendIdempotent, type IdempotentSend, type SendResult } from '../send.js';
-import { splitSupply, type AllocationKind } from '../steps/allocations.js';
-import type { StepContext } from '../steps/types.js';
+import { splitSupply, type AllocationKind } from './allocations.js';
+import type { StepContext } from './types.js';
 
 /**
  * The base-unit amount of an allocation: as distribute_supply reported it in the results, else

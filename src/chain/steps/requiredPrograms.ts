@@ -1,23 +1,5 @@
+import { DEFAULT_PROGRAM_IDS, type ProgramIds } from '../programs/programIds.js';
 import type { LaunchPlan, RequiredProgram } from './types.js';
-
-/** Program ids the steps use; defaults are the mainnet deployments (SPEC §3), each overridable. */
-export interface ProgramIds {
-  tokenMetadata: string;
-  vesting: string;
-  governance: string;
-  pool: string;
-}
-
-/** Mainnet (and, except the pool, devnet) program ids. */
-export const DEFAULT_PROGRAM_IDS: ProgramIds = {
-  tokenMetadata: 'metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s',
-  vesting: 'LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn',
-  governance: 'GovER5Lthms3bLBqWub97yVrMmEogzX7xNjdXpPPCVZw',
-  pool: 'CPMMoo8L3F4NbTegBCKVNunggL7H1ZpdTHKxQB5qKP1C',
-};
-
-/** Raydium CPMM on devnet, for operators pointing SOLANA_RPC_URL at devnet. */
-export const DEVNET_CPMM_PROGRAM_ID = 'DRaycpLY18LhpbydsBWbVJtxpNv9oXPgjRSfpF2bWpYb';
 
 const HOW_TO_PROVIDE = (id: string) =>
   `deploy it on the cluster, or for the embedded chain run \`solana program dump -u m ${id} ${id}.so\` into CHAIN_PROGRAMS_DIR and restart`;

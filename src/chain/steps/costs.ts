@@ -1,7 +1,7 @@
 import { ACCOUNT_SIZE, ExtensionType, getAccountLen, MINT_SIZE } from '@solana/spl-token';
 import type { ChainBackend } from '../backend.js';
-import { VESTING_ESCROW_SIZE } from './jupiterLock/escrowAccount.js';
-import { OBSERVATION_STATE_SIZE, POOL_STATE_SIZE } from './cpmm/poolState.js';
+import { VESTING_ESCROW_SIZE } from '../programs/jupiterLock/escrowAccount.js';
+import { OBSERVATION_STATE_SIZE, POOL_STATE_SIZE } from '../programs/cpmm/poolState.js';
 
 /** Account sizes of the governance accounts the DAO step creates (program version 3, no council). */
 export const GOVERNANCE_SIZES = {
