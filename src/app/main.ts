@@ -2,8 +2,8 @@
  * Composition root: reads the config, builds the service, serves HTTP, and on SIGTERM/SIGINT stops
  * accepting, lets in-flight work finish or release its leases, and closes the database.
  */
-import { serve, type ServerType } from '@hono/node-server';
 import { ConfigError, loadConfig } from '../config/config.js';
+import { startHttpServer } from '../http/server.js';
 import { systemClock } from '../lib/clock.js';
 import { createLogger } from '../lib/logger.js';
 import { createService } from './service.js';
@@ -28,9 +28,8 @@ async function main(): Promise<void> {
     );
   }
   service.start();
-  const server: ServerType = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host }, (info) => {
-    logger.info({ port: info.port, host: config.host, chain: service.chain.kind, env: config.nodeEnv }, 'launch service listening');
-  });
+  const { server, port } = await startHttpServer({ fetch: service.app.fetch, port: config.port, hostname: config.host, limits: config.http });
+  logger.info({ port, host: config.host, chain: service.chain.kind, env: config.nodeEnv }, 'launch service listening');
 
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -46,7 +46,11 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
   version: string;
   production: boolean;
   secretBox: SecretBox;
+  /** Keys the idempotency request hash (launches/idempotency requestHashKey). */
+  requestHashKey: Buffer;
   health(): Promise<HealthReport>;
+  /** Production: labels anonymous health callers see instead of webhook hosts. */
+  hostLabel: ((host: string) => string) | undefined;
   /** Wakes the dispatcher and the runner after a launch commits. */
   launchSignal: OutboxSignal;
   checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
@@ -56,7 +60,7 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
 export function apiRoutes(deps: ApiRouteDeps): RouteList {
   const { db, clock } = deps;
   return [
-    ['/', createHealthRoutes({ check: deps.health })],
+    ['/', createHealthRoutes({ check: deps.health, hostLabel: deps.hostLabel })],
     ['/', createOpenApiRoutes({ version: deps.version })],
     [
       '/launches',
@@ -65,6 +69,7 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
         clock,
         secretBox: deps.secretBox,
         production: deps.production,
+        requestHashKey: deps.requestHashKey,
         signal: deps.launchSignal,
         checkCapabilities: deps.checkCapabilities,
       }),

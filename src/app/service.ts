@@ -16,7 +16,8 @@ import { RateLimiter } from '../http/middleware/rateLimit.js';
 import { createChainStepRunner } from '../launches/chainStepRunner.js';
 import { LaunchRunner } from '../launches/runner.js';
 import { retryLaunch } from '../launches/retryLaunch.js';
-import { purgeExpiredIdempotencyKeys } from '../launches/idempotency.js';
+import { purgeExpiredIdempotencyKeys, requestHashKey, upgradeLegacyRequestHashes } from '../launches/idempotency.js';
+import { createHostLabeler } from '../health/hostLabel.js';
 import { observeRequests } from '../metrics/httpMetrics.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { createMetricsRoutes } from '../metrics/routes.js';
@@ -49,6 +50,8 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
   try {
     const { db } = database;
     await migrateToLatest(db);
+    const hashKey = requestHashKey(config.secretKey);
+    await upgradeLegacyRequestHashes(db, hashKey);
     const secretBox = createSecretBox(config.secretKey);
     const chain = await createChainBackend(config, { db, clock, logger });
     closers.push(() => chain.close());
@@ -100,7 +103,9 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
         version: config.version,
         production: config.production,
         secretBox,
+        requestHashKey: hashKey,
         health,
+        hostLabel: config.production ? createHostLabeler(config.secretKey) : undefined,
         engine: webhooks.engine,
         testSecret: config.webhooks.testSecret,
         launchSignal: { notify: () => (webhooks.signal.notify(), launchRunner.wake()) },

@@ -37,6 +37,8 @@ export interface Config {
   breaker: { failureThreshold: number; resetTimeoutMs: number };
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
+  /** Bound on receiving a request's headers and body, and open connections per client address (0: no cap). */
+  http: { requestTimeoutMs: number; maxConnectionsPerClient: number };
   healthCheckTimeoutMs: number;
   /** How long one health report is shared between requests (0: every request runs the checks). */
   healthCacheMs: number;
@@ -205,6 +207,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     rateLimitPerMinute: intVar(env, 'RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
+    http: {
+      requestTimeoutMs: durationVar(env, 'HTTP_REQUEST_TIMEOUT', 30_000),
+      maxConnectionsPerClient: intVar(env, 'HTTP_MAX_CONNECTIONS_PER_CLIENT', 64, 0, 100_000),
+    },
     healthCheckTimeoutMs: durationVar(env, 'HEALTH_CHECK_TIMEOUT_MS', 1500),
     healthCacheMs: durationVar(env, 'HEALTH_CACHE_MS', 1000),
     version: readPackageVersion(),

@@ -1,5 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { DbOrTx } from '../db/database.js';
+import { MAX_JSON_DEPTH } from '../lib/jsonDepth.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -8,16 +9,60 @@ export function isValidIdempotencyKey(key: string): boolean {
   return KEY_PATTERN.test(key);
 }
 
-/** A hash of the request body that ignores key order and whitespace. */
-export function requestHash(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+const HASH_PREFIX = 'h1:';
+
+/** The key of request hashes, derived from SECRET_KEY (never the key itself). */
+export function requestHashKey(secretKey: Buffer): Buffer {
+  return createHmac('sha256', secretKey).update('idempotency-request-hash/v1').digest();
 }
 
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+/**
+ * A keyed hash of the request body that ignores key order and whitespace. The body carries the
+ * webhook secret, so a plain digest would let whoever reads the table confirm a guessed secret
+ * offline; keyed with a secret derived from SECRET_KEY it confirms nothing. Shape:
+ * `h1:` + HMAC(key, SHA-256(canonical JSON)), so stored legacy digests can be upgraded in place.
+ */
+export function requestHash(body: unknown, key: Buffer): string {
+  return keyDigest(key, createHash('sha256').update(canonicalJson(body)).digest('hex'));
+}
+
+function keyDigest(key: Buffer, digestHex: string): string {
+  return HASH_PREFIX + createHmac('sha256', key).update(digestHex).digest('hex');
+}
+
+/**
+ * Re-keys request hashes stored before they were keyed (plain SHA-256 hex), so the table holds no
+ * unkeyed digest and those keys still replay. Idempotent; run at start.
+ */
+export async function upgradeLegacyRequestHashes(db: DbOrTx, key: Buffer): Promise<number> {
+  const legacy = await db.selectFrom('idempotency_keys').select(['owner', 'key', 'request_hash']).where('request_hash', 'not like', `${HASH_PREFIX}%`).execute();
+  for (const row of legacy) {
+    await db
+      .updateTable('idempotency_keys')
+      .set({ request_hash: keyDigest(key, row.request_hash) })
+      .where('owner', '=', row.owner)
+      .where('key', '=', row.key)
+      .where('request_hash', '=', row.request_hash)
+      .execute();
+  }
+  return legacy.length;
+}
+
+/** The body is nested deeper than any request may be (the HTTP layer refuses such bodies first). */
+export class JsonTooDeepError extends RangeError {
+  constructor() {
+    super(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+    this.name = 'JsonTooDeepError';
+  }
+}
+
+/** Canonical JSON (sorted keys, no whitespace); recursion is bounded by {@link MAX_JSON_DEPTH}. */
+export function canonicalJson(value: unknown, depth = 0): string {
+  if (depth > MAX_JSON_DEPTH) throw new JsonTooDeepError();
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v, depth + 1)).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v, depth + 1)}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
 }

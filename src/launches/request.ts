@@ -1,5 +1,7 @@
 import { PublicKey } from '@solana/web3.js';
 import { z } from 'zod';
+import { destinationProblem } from '../webhooks/addressPolicy.js';
+import { chainLimitProblems } from './chainLimits.js';
 
 const U64_MAX = 2n ** 64n - 1n;
 export const WSOL_MINT = 'So11111111111111111111111111111111111111112';
@@ -13,14 +15,49 @@ const wholeAmount = z
   .transform((v) => BigInt(v));
 const percent = z.number().int('must be a whole percent').min(0).max(100);
 
+// Text a wallet shows must be shown honestly: no C0/C1 controls, no bidirectional embeddings,
+// overrides, isolates or marks (which reorder what the reader sees), no line/paragraph separators.
+const HIDDEN_CHARACTERS = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/u;
+
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Why `value` cannot go on chain as display text, or undefined. */
+export function textProblem(value: string): string | undefined {
+  // A lone surrogate has no UTF-8 encoding: the program would receive U+FFFD or reject the string.
+  if (LONE_SURROGATE.test(value)) return 'must be well-formed Unicode (it contains a lone surrogate)';
+  const hidden = HIDDEN_CHARACTERS.exec(value);
+  if (hidden) return `must not contain control or bidirectional formatting characters (U+${hidden[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`;
+  return undefined;
+}
+
+/** A trimmed, non-empty display string of at most `maxBytes` UTF-8 bytes (an on-chain limit). */
+const chainText = (maxBytes: number, limit: string) =>
+  z
+    .string()
+    .superRefine((v, ctx) => {
+      const problem = textProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .transform((v) => v.trim())
+    .refine((v) => v.length > 0, { message: 'must not be empty' })
+    .refine((v) => Buffer.byteLength(v, 'utf8') <= maxBytes, { message: `must be at most ${maxBytes} bytes in UTF-8 (${limit})` });
+
+/** Schemes a wallet fetches token metadata from. */
+const URI_SCHEMES = ['https:', 'ipfs:', 'ar:'];
+
 /** The launch request body (SPEC §3); strict: unknown fields are refused. */
 export const launchRequestSchema = z
   .strictObject({
-    name: z.string().trim().min(1).refine((v) => Buffer.byteLength(v, 'utf8') <= 32, { message: 'must be at most 32 bytes in UTF-8 (on-chain metadata limit)' }),
+    name: chainText(32, 'on-chain metadata limit'),
     ticker: z.string().trim().min(1).max(10).regex(/^[A-Za-z0-9]+$/, 'must be letters and digits only'),
     totalSupply: wholeAmount,
     decimals: z.number().int().min(0).max(9).default(9),
-    uri: z.string().refine((v) => Buffer.byteLength(v, 'utf8') <= 200, { message: 'must be at most 200 bytes in UTF-8 (on-chain metadata limit)' }).default(''),
+    uri: z
+      .string()
+      .refine((v) => textProblem(v) === undefined && !/\s/.test(v), { message: 'must not contain spaces, control or bidirectional formatting characters' })
+      .refine((v) => Buffer.byteLength(v, 'utf8') <= 200, { message: 'must be at most 200 bytes in UTF-8 (on-chain metadata limit)' })
+      .refine((v) => v === '' || isMetadataUri(v), { message: 'must be an https://, ipfs:// or ar:// URL a wallet can fetch' })
+      .default(''),
     tokenStandard: z.enum(['spl-token', 'token-2022']).default('token-2022'),
     creator: pubkey,
     allocations: z
@@ -36,7 +73,7 @@ export const launchRequestSchema = z
       .optional(),
     dao: z
       .strictObject({
-        name: z.string().trim().min(1).max(32),
+        name: chainText(32, 'SPL Governance realm name: a PDA seed'),
         votingPeriodSeconds: z.number().int().min(3600).max(365 * 86400),
         quorumPercent: z.number().int().min(1).max(100),
       })
@@ -73,6 +110,13 @@ export const launchRequestSchema = z
     }
   });
 
+export interface ParseOptions {
+  /** Production: the webhook URL must be https. */
+  requireHttps: boolean;
+  /** The outbound guard is on: literal non-public addresses and local names are refused now, not at every attempt. */
+  publicDestinationsOnly?: boolean;
+}
+
 export type LaunchRequest = z.output<typeof launchRequestSchema>;
 
 export interface FieldError {
@@ -81,22 +125,47 @@ export interface FieldError {
 }
 
 /** Validates a launch request; returns every bad field with a message. */
-export function parseLaunchRequest(body: unknown, options: { requireHttps: boolean }): { ok: true; value: LaunchRequest } | { ok: false; errors: FieldError[] } {
-  const parsed = launchRequestSchema.safeParse(body);
+export function parseLaunchRequest(body: unknown, options: ParseOptions): { ok: true; value: LaunchRequest } | { ok: false; errors: FieldError[] } {
+  // reportInput: only to tell a missing field from one of the wrong type; values are never echoed.
+  const parsed = launchRequestSchema.safeParse(body, { reportInput: true });
   const errors: FieldError[] = parsed.success
     ? []
     : parsed.error.issues.map((issue) => ({ field: issue.path.length ? issue.path.join('.') : '(body)', message: describeIssue(issue) }));
-  if (parsed.success && options.requireHttps && !parsed.data.webhookUrl.startsWith('https://')) {
-    errors.push({ field: 'webhookUrl', message: 'must use https in production' });
-  }
-  if (!parsed.success || errors.length > 0) return { ok: false, errors };
-  return { ok: true, value: parsed.data };
+  if (!parsed.success) return { ok: false, errors };
+  const req = parsed.data;
+  if (options.requireHttps && !req.webhookUrl.startsWith('https://')) errors.push({ field: 'webhookUrl', message: 'must use https in production' });
+  const destination = options.publicDestinationsOnly ? destinationProblem(new URL(req.webhookUrl)) : undefined;
+  if (destination) errors.push({ field: 'webhookUrl', message: destination });
+  errors.push(...chainLimitProblems(req));
+  if (errors.length > 0) return { ok: false, errors };
+  return { ok: true, value: req };
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+/** A message for one schema issue that says what was expected, never echoing the value. */
+export function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys') return `unknown field(s): ${issue.keys.join(', ')}`;
-  if (issue.code === 'invalid_type' && issue.input === undefined) return 'is required';
+  if (issue.code === 'invalid_type') {
+    if (issue.input === undefined) return 'is required';
+    return `must be ${withArticle(issue.expected)}, not ${typeName(issue.input)}`;
+  }
+  if (issue.code === 'invalid_union') {
+    const expected = [...new Set(issue.errors.flat().flatMap((sub) => (sub.code === 'invalid_type' ? [sub.expected] : [])))];
+    if (issue.input === undefined) return 'is required';
+    if (expected.length > 0) return `must be ${expected.map(withArticle).join(' or ')}, not ${typeName(issue.input)}`;
+  }
+  if (issue.code === 'invalid_value' && issue.input === undefined) return 'is required';
   return issue.message;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return withArticle(typeof value);
+}
+
+function withArticle(type: string): string {
+  if (type === 'null' || type === 'undefined') return type;
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
 }
 
 /** The stored form of a request: JSON-safe, without the webhook secret. */
@@ -109,6 +178,15 @@ function isPubkey(value: string): boolean {
   if (value.length < 32 || value.length > 44) return false;
   try {
     return new PublicKey(value).toBase58() === value;
+  } catch {
+    return false;
+  }
+}
+
+function isMetadataUri(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return URI_SCHEMES.includes(url.protocol) && (url.protocol !== 'https:' || url.hostname !== '') && url.username === '' && url.password === '';
   } catch {
     return false;
   }

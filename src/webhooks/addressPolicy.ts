@@ -1,65 +1,69 @@
-import { BlockList, isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 /**
- * Destinations a webhook may never reach when the outbound guard is on (SPEC §4.7): everything
- * that is not a public unicast address. Names are reported in errors and delivery attempt logs.
+ * Destinations a webhook may reach when the outbound guard is on (SPEC §4.7): global unicast
+ * addresses only. Classification is ipaddr.js's table of special-purpose ranges (the one express
+ * uses for its proxy handling), so loopback, private, link-local, CGNAT, multicast, documentation,
+ * benchmarking, translation (NAT64, 6to4, Teredo, IPv4-mapped), ORCHID, segment routing and other
+ * reserved ranges are refused without a hand-kept list. IPv6 must also lie in 2000::/3, the only
+ * block IANA allocates for global unicast, which refuses the IPv4-compatible `::/96` form and
+ * unassigned space as well.
  */
-const IPV4_RANGES: Array<[string, number, string]> = [
-  ['0.0.0.0', 8, 'unspecified'],
-  ['10.0.0.0', 8, 'private (RFC 1918)'],
-  ['100.64.0.0', 10, 'carrier-grade NAT'],
-  ['127.0.0.0', 8, 'loopback'],
-  ['169.254.0.0', 16, 'link-local'],
-  ['172.16.0.0', 12, 'private (RFC 1918)'],
-  ['192.0.0.0', 24, 'reserved (IETF protocol assignments)'],
-  ['192.0.2.0', 24, 'reserved (documentation)'],
-  ['192.88.99.0', 24, 'reserved (6to4 relay)'],
-  ['192.168.0.0', 16, 'private (RFC 1918)'],
-  ['198.18.0.0', 15, 'reserved (benchmarking)'],
-  ['198.51.100.0', 24, 'reserved (documentation)'],
-  ['203.0.113.0', 24, 'reserved (documentation)'],
-  ['224.0.0.0', 4, 'multicast'],
-  ['240.0.0.0', 4, 'reserved'],
-];
-
-const IPV6_RANGES: Array<[string, number, string]> = [
-  ['::', 128, 'unspecified'],
-  ['::1', 128, 'loopback'],
-  // Mapped and translated forms embed an IPv4 address that could be private: refuse them outright.
-  ['::ffff:0:0', 96, 'IPv4-mapped IPv6'],
-  ['::', 96, 'IPv4-compatible IPv6 (deprecated)'],
-  ['64:ff9b::', 96, 'NAT64'],
-  ['64:ff9b:1::', 48, 'NAT64 (local use)'],
-  ['100::', 64, 'reserved (discard)'],
-  ['2001:db8::', 32, 'reserved (documentation)'],
-  ['2002::', 16, '6to4'],
-  ['fc00::', 7, 'unique local'],
-  ['fe80::', 10, 'link-local'],
-  ['fec0::', 10, 'site-local (deprecated)'],
-  ['ff00::', 8, 'multicast'],
-];
-
-function buildRules(ranges: Array<[string, number, string]>, type: 'ipv4' | 'ipv6'): Array<{ list: BlockList; reason: string }> {
-  return ranges.map(([network, prefix, reason]) => {
-    const list = new BlockList();
-    list.addSubnet(network, prefix, type);
-    return { list, reason };
-  });
-}
-
-// Kept per family: Node's BlockList also matches IPv4 addresses against IPv4-mapped IPv6 subnets.
-const V4_RULES = buildRules(IPV4_RANGES, 'ipv4');
-const V6_RULES = buildRules(IPV6_RANGES, 'ipv6');
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
 
 /**
- * Why `address` (an IP literal) is refused as a webhook destination, or undefined when it is a
- * public unicast address. A string that is not an IP address is refused too.
+ * Why `address` (an IP literal, brackets allowed) is refused as a webhook destination, or
+ * undefined when it is a global unicast address. A string that is not an IP address is refused too.
  */
 export function forbiddenAddressReason(address: string): string | undefined {
   const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
-  const version = isIP(bare);
-  if (version === 0) return 'not an IP address';
-  const rules = version === 4 ? V4_RULES : V6_RULES;
-  const type = version === 4 ? 'ipv4' : 'ipv6';
-  return rules.find((rule) => rule.list.check(bare, type))?.reason;
+  // isValid accepts forms like "127.1" and "0x7f.1" that URL parsing and connect() also accept.
+  if (!ipaddr.isValid(bare) || bare.includes('%')) return 'not an IP address';
+  const parsed = ipaddr.parse(bare);
+  const range = parsed.range();
+  if (range !== 'unicast') return describeRange(range);
+  if (parsed.kind() === 'ipv6' && !(parsed as ipaddr.IPv6).match(GLOBAL_UNICAST_V6)) return 'not global unicast IPv6';
+  return undefined;
+}
+
+const RANGE_NAMES: Record<string, string> = {
+  unspecified: 'unspecified',
+  broadcast: 'broadcast',
+  multicast: 'multicast',
+  linkLocal: 'link-local',
+  loopback: 'loopback',
+  carrierGradeNat: 'carrier-grade NAT',
+  private: 'private',
+  reserved: 'reserved',
+  uniqueLocal: 'unique local',
+  ipv4Mapped: 'IPv4-mapped IPv6',
+  rfc6145: 'IPv4-translated IPv6',
+  rfc6052: 'NAT64',
+  '6to4': '6to4',
+  teredo: 'Teredo',
+};
+
+function describeRange(range: string): string {
+  return RANGE_NAMES[range] ?? `special-purpose (${range})`;
+}
+
+/** Names that never lead to a public host: loopback names, mDNS, private-use and invalid TLDs. */
+const LOCAL_NAME = /(^|\.)(localhost|local|internal|localdomain|home\.arpa|invalid|lan)\.?$/i;
+
+/**
+ * Why a webhook URL is refused at creation under the outbound guard, judged from the URL alone
+ * (no DNS): a literal non-public address (in any form the URL parser accepts: `127.1`,
+ * `[::ffff:7f00:1]`), a local name (`localhost`, `*.local`, `*.internal`, …) or a single-label
+ * name that only a local resolver could answer. Undefined when nothing is wrong on its face; the
+ * connect-time check still judges every resolved address.
+ */
+export function destinationProblem(url: URL): string | undefined {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (ipaddr.isValid(host)) {
+    const reason = forbiddenAddressReason(host);
+    return reason === undefined ? undefined : `must not point at a non-public address (${reason})`;
+  }
+  if (LOCAL_NAME.test(host)) return 'must not point at a local host name';
+  if (!host.replace(/\.$/, '').includes('.')) return 'must name a public host (a fully qualified domain name)';
+  return undefined;
 }

@@ -95,7 +95,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const result = await settler.settle({ delivery: row, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule });
     const fields = { event: ctx.event, trial, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, result };
     if (outcome.ok) alog.info(fields, 'webhook delivered');
-    else alog.warn({ ...fields, error: outcome.errorMessage }, 'webhook attempt failed');
+    else alog.warn({ ...fields, error: outcome.errorMessage, detail: outcome.logDetail }, 'webhook attempt failed');
   }
 
   function launch(row: DeliveryRow, trial: boolean): Promise<void> {

@@ -44,7 +44,15 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
   const { webhooks, breaker } = deps.config;
   // The loop's own delay, so an attempt that failed because this process stalled is not blamed on the receiver.
   const loopLag = startLoopLagMonitor();
-  const client = createWebhookHttpClient({ timeoutMs: webhooks.timeoutMs, guard: outboundGuardEnabled(deps.config), lookup: deps.lookup, loopLag });
+  const client = createWebhookHttpClient({
+    timeoutMs: webhooks.timeoutMs,
+    guard: outboundGuardEnabled(deps.config),
+    lookup: deps.lookup,
+    loopLag,
+    // In production a refused destination is not explained to the customer (what an internal name
+    // resolves to is nobody's business outside); the server log keeps the detail.
+    revealBlockedDetails: !deps.config.production,
+  });
   const breakers = createBreakerRegistry({ db: deps.db, clock: deps.clock, logger: deps.logger, policy: breaker });
   const dispatcher = createDispatcher({
     db: deps.db,

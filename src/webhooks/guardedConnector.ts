@@ -8,11 +8,14 @@ export type HostLookup = (hostname: string) => Promise<Array<{ address: string; 
 
 export const systemLookup: HostLookup = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
-/** The destination is not a public unicast address (SPEC §4.7). */
+/**
+ * The destination is not a public unicast address (SPEC §4.7). `detail` names the address and
+ * what it resolved from; in production only the server log sees it (see httpClient).
+ */
 export class BlockedDestinationError extends Error {
   readonly code = 'blocked_destination';
-  constructor(message: string) {
-    super(message);
+  constructor(readonly detail: string) {
+    super(detail);
     this.name = 'BlockedDestinationError';
   }
 }

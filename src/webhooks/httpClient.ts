@@ -19,6 +19,8 @@ export interface AttemptOutcome {
    * was in flight, even after one immediate retry on a fresh connection): not held against the receiver's breaker.
    */
   serviceFault?: boolean;
+  /** Detail for the server log only, never stored or answered (e.g. what a blocked name resolved to). */
+  logDetail?: string;
 }
 
 export interface WebhookRequest {
@@ -49,16 +51,26 @@ export interface WebhookHttpClientOptions {
    */
   loopLag?: LoopLag;
   lagToleranceMs?: number;
+  /**
+   * Whether a refused destination's address and resolved name go into the attempt's error
+   * (stored, shown to the customer). Off in production: the error says only "destination not
+   * allowed", the detail goes to the server log through `logDetail`.
+   */
+  revealBlockedDetails?: boolean;
 }
 
 const MAX_READ_BYTES = 64 * 1024;
 const MAX_STORED_BYTES = 2 * 1024;
 
-function classify(error: unknown, timedOut: boolean): { errorClass: string; errorMessage: string } {
+export const DESTINATION_NOT_ALLOWED = 'destination not allowed';
+
+function classify(error: unknown, timedOut: boolean, revealBlocked: boolean): { errorClass: string; errorMessage: string; logDetail?: string } {
   const err = error as { code?: string; message?: string; name?: string };
   const message = err?.message ?? String(error);
   if (timedOut || err?.name === 'AbortError' || /Timeout/.test(err?.code ?? '')) return { errorClass: 'timeout', errorMessage: message };
-  if (error instanceof BlockedDestinationError) return { errorClass: 'blocked_destination', errorMessage: message };
+  if (error instanceof BlockedDestinationError) {
+    return { errorClass: 'blocked_destination', errorMessage: revealBlocked ? error.detail : DESTINATION_NOT_ALLOWED, logDetail: error.detail };
+  }
   const code = err?.code ?? '';
   if (code === 'ECONNREFUSED') return { errorClass: 'connection_refused', errorMessage: message };
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { errorClass: 'dns_error', errorMessage: message };
@@ -171,13 +183,14 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
         }
         return fail('http_status', `receiver answered ${status}`, status, body);
       }
+      const revealBlocked = options.revealBlockedDetails ?? true;
       const lag = lagged();
       if (lag >= lagToleranceMs) {
-        const { errorMessage } = classify(raw.error, raw.timedOut);
+        const { errorMessage } = classify(raw.error, raw.timedOut, revealBlocked);
         return { ...fail('service_lagging', `the service's event loop stalled ${Math.round(lag)} ms during the attempt: ${errorMessage}`), serviceFault: true };
       }
-      const { errorClass, errorMessage } = classify(raw.error, raw.timedOut);
-      return fail(errorClass, errorMessage);
+      const { errorClass, errorMessage, logDetail } = classify(raw.error, raw.timedOut, revealBlocked);
+      return logDetail === undefined ? fail(errorClass, errorMessage) : { ...fail(errorClass, errorMessage), logDetail };
     },
     async close() {
       await agent.close();

@@ -93,9 +93,9 @@ describe('POST /api/launches', () => {
       .insertInto('idempotency_keys')
       .values({ owner: 'acme', key: 'busy', request_hash: 'x', state: 'in_progress', launch_id: null, response_status: null, created_at: Date.now(), expires_at: Date.now() + 60_000 })
       .execute();
-    const { requestHash } = await import('../../src/launches/idempotency.js');
+    const { requestHash, requestHashKey } = await import('../../src/launches/idempotency.js');
     const body = launchBody();
-    await t.service.db.updateTable('idempotency_keys').set({ request_hash: requestHash(body) }).where('key', '=', 'busy').execute();
+    await t.service.db.updateTable('idempotency_keys').set({ request_hash: requestHash(body, requestHashKey(t.config.secretKey)) }).where('key', '=', 'busy').execute();
     const res = await create(acme, body, { 'idempotency-key': 'busy' });
     expect(res.status).toBe(409);
     expect(((await res.json()) as any).error.code).toBe('idempotency_in_progress');

@@ -118,4 +118,32 @@ describe('bad-input probe', () => {
     expect(problems).toEqual([]);
     expect(statuses.every((s) => s >= 400 && s < 500)).toBe(true);
   });
+
+  it('refuses text the chain or a wallet would mangle, nested and mis-encoded bodies, and wrong types, without a 5xx or a launch (issue #11)', async () => {
+    const json = (body: unknown, extra: Record<string, string> = {}): Pick<ProbeCase, 'headers' | 'body'> => ({ headers: { 'content-type': 'application/json', ...extra }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    const launch = (label: string, init: Pick<ProbeCase, 'headers' | 'body'>): ProbeCase => ({ label, method: 'POST', path: '/api/launches', auth: 'writer', ...init });
+    const cases: ProbeCase[] = [
+      ...['Lone \ud800', '\udfffX', 'Ctl\u0000', 'Bell\u0007', 'C1\u0085', 'RLO\u202e', 'LRI\u2066', 'RLM\u200f', 'ALM\u061c', 'LS\u2028'].map((name) => launch(`name ${JSON.stringify(name)}`, json(withField(fullBody(), 'name', name)))),
+      ...['gnp\u202eDAO', 'DAO\ud83d', 'é'.repeat(17)].map((name) => launch(`dao.name ${JSON.stringify(name)}`, json(withField(fullBody(), 'dao.name', name)))),
+      ...['javascript:alert(1)', 'data:text/html,x', 'http://example.com/x.json', 'file:///etc/passwd', 'https://', 'ipfs\u202e://x', ' https://example.com/a'].map((uri) => launch(`uri ${JSON.stringify(uri)}`, json(withField(fullBody(), 'uri', uri)))),
+      ...['9', 9.5, -1, null, [9], { v: 9 }].map((decimals) => launch(`decimals ${JSON.stringify(decimals)}`, json(withField(fullBody(), 'decimals', decimals)))),
+      launch('allocation rounding to zero', json({ ...fullBody(), totalSupply: '10', decimals: 0 })),
+      launch('pool too small for CPMM', json(withField({ ...fullBody(), totalSupply: '1000', decimals: 0, vesting: { beneficiary: fullBody().vesting.beneficiary, cliffSeconds: 0, periodSeconds: 1, periods: 1 } }, 'pool.quoteAmount', '0.000000001'))),
+      launch('20 000 nested arrays with an Idempotency-Key', json('['.repeat(20_000) + ']'.repeat(20_000), { 'idempotency-key': 'deep-probe' })),
+      launch('nested objects inside a valid body', json({ ...fullBody(), allocations: JSON.parse('{"a":'.repeat(40) + '1' + '}'.repeat(40)) })),
+      launch('charset latin1', json(fullBody(), { 'content-type': 'application/json; charset=latin1' })),
+      launch('charset utf-16', json(fullBody(), { 'content-type': 'application/json; charset=utf-16le' })),
+      launch('invalid UTF-8 bytes', { headers: { 'content-type': 'application/json' }, body: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]) }),
+      { label: 'webhook test deep body', method: 'POST', path: '/api/webhooks/test', auth: 'writer', ...json('{"a":'.repeat(5_000) + '1' + '}'.repeat(5_000)) },
+      { label: 'dead-letter retry deep body', method: 'POST', path: '/api/dead-letters/dl_none/retry', auth: 'admin', ...json('['.repeat(5_000) + ']'.repeat(5_000)) },
+      { label: 'redeliver latin1 body', method: 'POST', path: '/api/deliveries/dlv_none/redeliver', auth: 'writer', ...json('{}', { 'content-type': 'application/json; charset=latin1' }) },
+    ];
+    const before = await countLaunches();
+    const { problems, statuses } = await probeAll(cases);
+    expect(problems).toEqual([]);
+    statuses.forEach((status, i) => expect(status, cases[i]!.label).toBeGreaterThanOrEqual(400));
+    statuses.forEach((status, i) => expect(status, cases[i]!.label).toBeLessThan(500));
+    expect(statuses).toContain(415);
+    expect(await countLaunches()).toBe(before);
+  });
 });

@@ -36,6 +36,19 @@ const FORBIDDEN: Array<[string, string]> = [
   ['::ffff:169.254.169.254', 'IPv4-mapped metadata'],
   ['::ffff:8.8.8.8', 'IPv4-mapped public (refused outright)'],
   ['64:ff9b::a00:1', 'NAT64 of 10.0.0.1'],
+  // Special-purpose ranges the earlier hand-written list missed (issue #11).
+  ['2001::1', 'Teredo 2001::/32'],
+  ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo'],
+  ['::ffff:0:7f00:1', 'IPv4-translated ::ffff:0:0:0/96'],
+  ['2001:10::1', 'ORCHID 2001:10::/28'],
+  ['2001:20::1', 'ORCHIDv2 2001:20::/28'],
+  ['2001:2::1', 'benchmarking 2001:2::/48'],
+  ['3fff::1', 'documentation 3fff::/20'],
+  ['5f00::1', 'segment routing 5f00::/16'],
+  ['::7f00:1', 'IPv4-compatible ::/96'],
+  ['4000::1', 'outside 2000::/3'],
+  ['127.1', 'loopback, short form'],
+  ['0x7f.1', 'loopback, hex form'],
 ];
 
 describe('outbound address policy', () => {

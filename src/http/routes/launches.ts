@@ -20,6 +20,8 @@ import { paginationBlock, readPage } from '../pagination.js';
 
 export interface LaunchRouteDeps extends CreateLaunchDeps {
   production: boolean;
+  /** Keys the stored idempotency request hash (see requestHashKey). */
+  requestHashKey: Buffer;
   checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
 }
 
@@ -38,7 +40,7 @@ export function createLaunchRoutes(deps: LaunchRouteDeps): Hono<AppEnv> {
     }
     const now = deps.clock.now();
     if (idempotencyKey !== undefined) {
-      const claim = await claimIdempotencyKey(deps.db, { owner: auth.owner, key: idempotencyKey, hash: requestHash(body), now });
+      const claim = await claimIdempotencyKey(deps.db, { owner: auth.owner, key: idempotencyKey, hash: requestHash(body, deps.requestHashKey), now });
       if (claim.kind === 'reused') throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request body');
       if (claim.kind === 'in_progress') throw new ApiError(409, 'idempotency_in_progress', 'A request with this Idempotency-Key is still being processed');
       if (claim.kind === 'replay') {
@@ -50,7 +52,7 @@ export function createLaunchRoutes(deps: LaunchRouteDeps): Hono<AppEnv> {
       }
     }
     try {
-      const parsed = parseLaunchRequest(body, { requireHttps: deps.production });
+      const parsed = parseLaunchRequest(body, { requireHttps: deps.production, publicDestinationsOnly: deps.production });
       if (!parsed.ok) throw invalidRequest('The launch request is invalid', { fields: parsed.errors });
       const missing = await deps.checkCapabilities(parsed.value).catch((error: unknown) => {
         c.get('logger').warn({ err: error }, 'capability check failed');

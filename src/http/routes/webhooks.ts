@@ -56,7 +56,7 @@ export function createWebhookTestRoutes(deps: WebhookTestRouteDeps): Hono<AppEnv
     });
     const outcome = await deps.client.send({ url: input.webhookUrl, body, headers });
     const host = endpointHost(input.webhookUrl);
-    c.get('logger').info({ component: 'webhook-test', host, event: envelope.event, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass }, 'webhook test sent');
+    c.get('logger').info({ component: 'webhook-test', host, event: envelope.event, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, detail: outcome.logDetail }, 'webhook test sent');
     return c.json({
       result: {
         delivered: outcome.ok,

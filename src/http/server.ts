@@ -1,0 +1,74 @@
+import { serve, type ServerType } from '@hono/node-server';
+import type { Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface HttpServerLimits {
+  /** Bound on receiving one request, headers and body (Node's default is 300 s). */
+  requestTimeoutMs: number;
+  /** Open connections one client address may hold; 0 turns the cap off. */
+  maxConnectionsPerClient: number;
+}
+
+export interface HttpServerOptions {
+  fetch: (request: Request) => Response | Promise<Response>;
+  port: number;
+  hostname: string;
+  limits: HttpServerLimits;
+}
+
+const REFUSED_BODY = JSON.stringify({ error: { code: 'rate_limited', message: 'Too many open connections from this address' } });
+const REFUSED = [
+  'HTTP/1.1 429 Too Many Requests',
+  'Content-Type: application/json',
+  `Content-Length: ${Buffer.byteLength(REFUSED_BODY)}`,
+  'Retry-After: 1',
+  'Connection: close',
+  '',
+  REFUSED_BODY,
+].join('\r\n');
+
+/**
+ * Serves `fetch` with @hono/node-server, bounded at the socket: a request whose headers and body
+ * do not arrive within `requestTimeoutMs` is answered 408 and its socket closed (a body trickled a
+ * byte at a time cannot hold a socket for minutes), and one client address cannot hold more than
+ * `maxConnectionsPerClient` connections (the next ones are answered 429 and closed at once).
+ * Resolves once listening.
+ */
+export function startHttpServer(options: HttpServerOptions): Promise<{ server: ServerType; port: number }> {
+  const { requestTimeoutMs, maxConnectionsPerClient } = options.limits;
+  return new Promise((resolve, reject) => {
+    const server = serve({
+      fetch: options.fetch,
+      port: options.port,
+      hostname: options.hostname,
+      serverOptions: {
+        requestTimeout: requestTimeoutMs,
+        headersTimeout: requestTimeoutMs,
+        // Node checks the two timeouts above on this period (default 30 s, which would let a slow
+        // request live up to twice its bound).
+        connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(requestTimeoutMs / 4))),
+      },
+    }, (info: AddressInfo) => resolve({ server, port: info.port }));
+    (server as Server).once('error', reject);
+    if (maxConnectionsPerClient > 0) capConnectionsPerClient(server as Server, maxConnectionsPerClient);
+  });
+}
+
+function capConnectionsPerClient(server: Server, cap: number): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? 'unknown';
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > cap) {
+      socket.end(REFUSED);
+      socket.destroySoon();
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left <= 0) open.delete(address);
+      else open.set(address, left);
+    });
+  });
+}

@@ -1,0 +1,155 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../../src/lib/clock.js';
+import type { BreakerRegistry } from '../../src/webhooks/breakerRegistry.js';
+import { createWebhookEngine } from '../../src/webhooks/engine.js';
+import { launchBody } from '../support/fixtures.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { captureLogger, commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type TestDb } from '../webhooks/helpers.js';
+
+type Json = Record<string, any>;
+
+// Production as deployed: https only, outbound guard on, no development key.
+const PRODUCTION = { NODE_ENV: 'production', CHAIN: 'embedded', RATE_LIMIT_PER_MINUTE: '1000000' };
+
+let t: TestService;
+let key: string;
+let admin: string;
+
+beforeAll(async () => {
+  t = await startTestService({ env: PRODUCTION });
+  key = await t.key('acme', ['launches:write', 'launches:read']);
+  admin = await t.key('ops', ['admin']);
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const launches = async () => Number((await t.service.db.selectFrom('launches').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+
+async function createWith(webhookUrl: string): Promise<{ status: number; body: Json }> {
+  const res = await t.request('/api/launches', { method: 'POST', key, json: launchBody({ webhookUrl }) });
+  return { status: res.status, body: (await res.json()) as Json };
+}
+
+describe('webhook destinations refused at creation in production', () => {
+  it('refuses literal non-public addresses in every form the URL parser accepts, and local names, with 400 and nothing created', async () => {
+    const before = await launches();
+    for (const url of [
+      'https://127.1/',
+      'https://0x7f.0.0.1/hook',
+      'https://2130706433/',
+      'https://[::ffff:7f00:1]/',
+      'https://[::1]/',
+      'https://10.0.0.5/hook',
+      'https://169.254.169.254/latest/meta-data',
+      'https://100.64.0.1/',
+      'https://[fd00::1]/',
+      'https://localhost/',
+      'https://LOCALHOST./',
+      'https://api.localhost/',
+      'https://printer.local/',
+      'https://db.internal/',
+      'https://intranet/',
+    ]) {
+      const res = await createWith(url);
+      expect(res.status, url).toBe(400);
+      expect(res.body.error.details.fields, url).toEqual([expect.objectContaining({ field: 'webhookUrl' })]);
+    }
+    expect(await launches()).toBe(before);
+  });
+
+  it('refuses the special IPv6 ranges a hand-written list missed', async () => {
+    for (const address of ['2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '::ffff:0:7f00:1', '2001:10::1', '2001:20::1', '3fff::1', '5f00::1', '2001:db8::1', '64:ff9b::a00:1', '2002:7f00:1::1', '100::1', '::7f00:1']) {
+      const res = await createWith(`https://[${address}]/hook`);
+      expect(res.status, address).toBe(400);
+      expect(res.body.error.details.fields[0].message, address).toMatch(/non-public|not global unicast/);
+    }
+  });
+
+  it('accepts a public host name and a public address', async () => {
+    expect((await createWith('https://hooks.example.com/launch')).status).toBe(202);
+    expect((await createWith('https://[2606:4700:4700::1111]/launch')).status).toBe(202);
+    expect((await createWith('https://8.8.8.8/launch')).status).toBe(202);
+  });
+});
+
+describe('generic destination errors in production', () => {
+  it('the test route says only "destination not allowed", never the address or what the name resolved to', async () => {
+    for (const url of ['https://127.0.0.1:9/hook', 'https://localhost:9/hook']) {
+      const res = await t.request('/api/webhooks/test', { method: 'POST', key, json: { webhookUrl: url, event: 'launch.queued' } });
+      const body = (await res.json()) as Json;
+      expect(res.status).toBe(200);
+      expect(body.result.delivered).toBe(false);
+      expect(body.result.error).toEqual({ class: 'blocked_destination', message: 'destination not allowed' });
+      // (The breaker field names the caller's own URL host; nothing else may say where it led.)
+      const { breaker: _breaker, ...rest } = body.result as Json;
+      expect(JSON.stringify(rest)).not.toMatch(/127\.0\.0\.1|loopback|resolved/);
+    }
+  });
+
+  describe('delivery attempts', () => {
+    let tdb: TestDb;
+    let receiver: Receiver;
+    afterEach(async () => {
+      await receiver?.close();
+      await tdb?.close();
+    });
+
+    it('store "destination not allowed" in the attempt and the delivery; the server log keeps the detail', async () => {
+      tdb = await createTestDb();
+      const clock = manualClock();
+      receiver = await startReceiver(clock);
+      const box = newSecretBox();
+      const { logger, lines } = captureLogger();
+      // A public-looking name that resolves inside the network: passes creation, refused at connect.
+      const engine = createWebhookEngine({
+        db: tdb.db,
+        clock,
+        logger,
+        config: testConfig({ production: true, webhooks: { allowPrivateNetworks: false } }),
+        secretBox: box,
+        lookup: async () => [{ address: '10.20.30.40', family: 4 }],
+      });
+      try {
+        const launchId = await insertLaunch(tdb.db, clock, { url: 'https://db.customer.example/hook', secret: 'whsec_0123456789abcdef', box });
+        await commitEvents(tdb.db, clock, launchId, 1);
+        await engine.dispatcher.runOnce();
+        const attempt = await tdb.db.selectFrom('delivery_attempts').selectAll().executeTakeFirstOrThrow();
+        const delivery = await tdb.db.selectFrom('deliveries').selectAll().executeTakeFirstOrThrow();
+        expect(attempt).toMatchObject({ error_class: 'blocked_destination', error_message: 'destination not allowed' });
+        expect(delivery.last_error).toBe('destination not allowed');
+        expect(lines.join('')).toContain('10.20.30.40');
+        expect(lines.join('')).toContain('resolved from db.customer.example');
+      } finally {
+        await engine.stop();
+      }
+    });
+  });
+});
+
+describe('health in production', () => {
+  it('shows anonymous callers opaque stable labels instead of customers\u2019 webhook hosts, and admins the host names', async () => {
+    const now = Date.now();
+    for (const host of ['hooks.acme-customer.example', 'relay.globex.example:8443']) {
+      await t.service.db.insertInto('breaker_states').values({ host, state: 'open', failures: 3, opened_at: now, updated_at: now }).execute();
+    }
+    await (t.service.breakers as BreakerRegistry).load();
+    const anonymous = await t.request('/api/health');
+    const anonymousText = await anonymous.text();
+    expect(anonymousText).not.toMatch(/acme-customer|globex/);
+    const anon = JSON.parse(anonymousText) as Json;
+    const labels = Object.keys(anon.circuitBreakers);
+    expect(labels).toHaveLength(2);
+    for (const label of labels) expect(label).toMatch(/^host-[0-9a-f]{12}$/);
+    // Monitors still count open breakers.
+    expect(Object.values(anon.circuitBreakers).filter((b: any) => b.state === 'open')).toHaveLength(2);
+    // Stable: the same label on the next report.
+    await new Promise((r) => setTimeout(r, t.config.healthCacheMs + 10));
+    expect(Object.keys(((await (await t.request('/api/health')).json()) as Json).circuitBreakers).sort()).toEqual([...labels].sort());
+
+    const owner = (await (await t.request('/api/health', { key })).json()) as Json;
+    expect(Object.keys(owner.circuitBreakers).sort()).toEqual([...labels].sort());
+    const adminView = (await (await t.request('/api/health', { key: admin })).json()) as Json;
+    expect(Object.keys(adminView.circuitBreakers).sort()).toEqual(['hooks.acme-customer.example', 'relay.globex.example:8443']);
+  });
+});
