@@ -5,7 +5,7 @@
 import type { Hono } from 'hono';
 import type { RequiredProgram } from '../chain/steps/index.js';
 import type { SecretBox } from '../crypto/secretBox.js';
-import type { Db } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 import type { DeadLetterRow } from '../db/schema.js';
 import type { HealthReport } from '../health/healthService.js';
 import type { AppEnv } from '../http/env.js';
@@ -19,6 +19,7 @@ import type { LaunchRequest } from '../launches/request.js';
 import type { Clock } from '../lib/clock.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
 import type { WebhookEngine } from '../webhooks/engine.js';
+import { redeliverEvent } from '../webhooks/redeliver.js';
 
 export type RouteList = Array<[path: string, app: Hono<AppEnv>]>;
 
@@ -28,8 +29,10 @@ export interface WebhookRouteDeps {
   engine: Pick<WebhookEngine, 'signal' | 'client' | 'breakers'>;
   /** config.webhooks.testSecret: signs `POST /webhooks/test` when the caller gives no secret. */
   testSecret: string;
-  /** Resumes a failed launch at its failed step (for `kind: 'launch'` dead letters). */
-  retryLaunch(deadLetter: DeadLetterRow): Promise<void>;
+  /** Requeues a failed launch inside the dead-letter retry's transaction. */
+  requeueLaunch(trx: Tx, deadLetter: DeadLetterRow): Promise<void>;
+  /** Wakes the launch runner after a launch retry commits. */
+  wakeRunner(): void;
 }
 
 /** The webhook test, delivery and dead-letter routes. */
@@ -38,7 +41,19 @@ export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
   return [
     ['/', createWebhookTestRoutes({ clock, client: engine.client, breakers: engine.breakers, testSecret: deps.testSecret })],
     ['/', createDeliveryRoutes({ db, clock, signal: engine.signal })],
-    ['/', createDeadLetterRoutes({ db, clock, signal: engine.signal, retryLaunch: deps.retryLaunch })],
+    [
+      '/',
+      createDeadLetterRoutes({
+        db,
+        clock,
+        requeueLaunch: deps.requeueLaunch,
+        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id })),
+        wake: (kind) => {
+          engine.signal.notify();
+          if (kind === 'launch') deps.wakeRunner();
+        },
+      }),
+    ],
   ];
 }
 

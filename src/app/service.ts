@@ -15,7 +15,7 @@ import type { AppEnv } from '../http/env.js';
 import { RateLimiter } from '../http/middleware/rateLimit.js';
 import { createChainStepRunner } from '../launches/chainStepRunner.js';
 import { LaunchRunner } from '../launches/runner.js';
-import { retryLaunch } from '../launches/retryLaunch.js';
+import { requeueFailedLaunch } from '../launches/requeueLaunch.js';
 import { purgeExpiredIdempotencyKeys, requestHashKey, upgradeLegacyRequestHashes } from '../launches/idempotency.js';
 import { createHostLabeler } from '../health/hostLabel.js';
 import { observeRequests } from '../metrics/httpMetrics.js';
@@ -110,7 +110,8 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
         testSecret: config.webhooks.testSecret,
         launchSignal: { notify: () => (webhooks.signal.notify(), launchRunner.wake()) },
         checkCapabilities: (request) => checkCapabilities(chain, request),
-        retryLaunch: (deadLetter) => retryLaunch({ db, clock, signal: webhooks.signal, wake: () => launchRunner.wake() }, deadLetter),
+        requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
+        wakeRunner: () => launchRunner.wake(),
       }),
       observe: observeRequests(metrics),
       pages: [['/metrics', createMetricsRoutes({ metrics, token: config.ops.metricsToken })]],

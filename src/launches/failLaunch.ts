@@ -2,7 +2,7 @@ import type { Db } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
-import { insertDeadLetter } from '../webhooks/sql/deadLetters.js';
+import { insertDeadLetter } from '../deadLetters/store.js';
 import { failStep, updateLeasedLaunchOrThrow } from './runStore.js';
 
 /**

@@ -1,4 +1,3 @@
-import type { DeadLetterRow } from '../db/schema.js';
 import type { AttemptRow } from './sql/attempts.js';
 import type { DeliveryView } from './sql/deliveryQueries.js';
 
@@ -47,25 +46,5 @@ export function presentDelivery(d: DeliveryView, attempts: AttemptRow[] = []) {
     createdAt: iso(d.created_at),
     completedAt: iso(d.completed_at),
     attempts: attempts.map(presentAttempt),
-  };
-}
-
-/** A dead letter with camelCase fields. */
-export function presentDeadLetter(dl: DeadLetterRow) {
-  return {
-    id: dl.id,
-    kind: dl.kind,
-    owner: dl.owner,
-    launchId: dl.launch_id,
-    deliveryId: dl.delivery_id,
-    eventId: dl.event_id,
-    step: dl.step,
-    errorCode: dl.error_code,
-    errorMessage: dl.error_message,
-    status: dl.status,
-    retryCount: dl.retry_count,
-    createdAt: iso(dl.created_at),
-    updatedAt: iso(dl.updated_at),
-    resolvedAt: iso(dl.resolved_at),
   };
 }

@@ -3,7 +3,7 @@ import type { DeliveryRow } from '../db/schema.js';
 import type { AttemptOutcome } from './httpClient.js';
 import { retryDelayAfter } from './schedule.js';
 import { insertAttempt } from './sql/attempts.js';
-import { insertDeadLetter } from './sql/deadLetters.js';
+import { insertDeadLetter } from '../deadLetters/store.js';
 import { markDelivered, markFailed, scheduleRetry } from './sql/settleDeliveries.js';
 
 export type SettleResult = 'delivered' | 'retrying' | 'failed' | 'lease_lost';

@@ -22,7 +22,7 @@ describe('the layers of src (docs/architecture.md)', () => {
   });
 
   it('keeps domain folders free of HTTP imports', () => {
-    const domain = ['launches/', 'webhooks/', 'chain/', 'auth/', 'health/'];
+    const domain = ['launches/', 'webhooks/', 'deadLetters/', 'chain/', 'auth/', 'health/'];
     expect(crossings((file) => domain.some((d) => file.startsWith(d)), 'http')).toEqual([]);
   });
 
@@ -32,6 +32,11 @@ describe('the layers of src (docs/architecture.md)', () => {
 
   it('keeps chain/programs pure codecs that never import the step executors', () => {
     expect(crossings((file) => file.startsWith('chain/programs/'), 'chain/steps')).toEqual([]);
+  });
+
+  it('keeps dead letters below both launches and webhooks', () => {
+    const deadLetters = (file: string) => file.startsWith('deadLetters/');
+    expect([...crossings(deadLetters, 'launches'), ...crossings(deadLetters, 'webhooks')]).toEqual([]);
   });
 
   it('lets only the composition root import src/app', () => {

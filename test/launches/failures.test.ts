@@ -10,7 +10,7 @@ import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js
 import { createChainStepRunner } from '../../src/launches/chainStepRunner.js';
 import { createLaunch } from '../../src/launches/createLaunch.js';
 import { parseLaunchRequest } from '../../src/launches/request.js';
-import { retryLaunch } from '../../src/launches/retryLaunch.js';
+import { requeueFailedLaunch } from '../../src/launches/requeueLaunch.js';
 import { LaunchRunner } from '../../src/launches/runner.js';
 import type { StepRunner } from '../../src/launches/stepPort.js';
 import { systemClock } from '../../src/lib/clock.js';
@@ -131,7 +131,7 @@ describe('launch failures', () => {
 
     broken = false;
     calls.length = 0;
-    await retryLaunch({ db: h.db, clock: systemClock, signal: { notify: () => undefined }, wake: () => undefined }, dead);
+    await h.db.transaction().execute((trx) => requeueFailedLaunch(trx, systemClock, dead));
     await runner.drain();
     expect(calls).toEqual(['distribute_supply']);
     const launch = await h.db.selectFrom('launches').selectAll().where('id', '=', id).executeTakeFirstOrThrow();

@@ -2,7 +2,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { retryDeadLetter } from '../../src/webhooks/deadLetterActions.js';
+import { retryDeadLetter } from '../../src/deadLetters/retry.js';
+import { redeliverEvent } from '../../src/webhooks/redeliver.js';
 import { createWebhookEngine, type WebhookEngine } from '../../src/webhooks/engine.js';
 import { verifyWebhook, WebhookVerificationError } from '../../packages/webhooks/src/index.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type ReceivedRequest, type Receiver, type TestDb } from './helpers.js';
@@ -106,7 +107,16 @@ describe('webhook delivery', () => {
     expect(dl).toMatchObject({ kind: 'delivery', owner: 'globex', launch_id: launchId, delivery_id: failed.id, event_id: eventId, status: 'open' });
 
     receiver.respond = () => ({ status: 200 });
-    const retried = await retryDeadLetter({ db: tdb.db, clock, signal: engine.signal, retryLaunch: async () => undefined }, dl);
+    const retried = await retryDeadLetter(
+      {
+        db: tdb.db,
+        clock,
+        requeueLaunch: async () => undefined,
+        redeliver: async (trx, d) => void (await redeliverEvent(trx, clock, { eventId: d.event_id, launchId: d.launch_id })),
+        wake: () => engine.signal.notify(),
+      },
+      dl,
+    );
     expect(retried).toMatchObject({ status: 'retried', retry_count: 1 });
     await engine.dispatcher.drain();
     expect(receiver.requests).toHaveLength(6);

@@ -48,9 +48,10 @@ describe('webhook, delivery and dead-letter routes', () => {
       clock,
       engine: service.engine,
       testSecret: testConfig().webhooks.testSecret,
-      retryLaunch: async (dl) => {
+      requeueLaunch: async (_trx, dl) => {
         retriedLaunches.push(dl);
       },
+      wakeRunner: () => undefined,
     });
     app = createApp({ db: tdb.db, logger: silentLogger(), limiter: new RateLimiter(100_000, clock), bodyLimitBytes: 65_536, routes });
     const now = clock.now();
@@ -199,7 +200,7 @@ describe('webhook, delivery and dead-letter routes', () => {
       expect((await call('POST', '/api/dead-letters/dlq_missing/resolve', keys.admin)).status).toBe(404);
     });
 
-    it('hands a launch dead letter to retryLaunch', async () => {
+    it('hands a launch dead letter to the launch requeue', async () => {
       const now = clock.now();
       await tdb.db
         .insertInto('dead_letters')

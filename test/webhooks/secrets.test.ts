@@ -42,7 +42,7 @@ describe('webhook secrets', () => {
     expect(receiver.requests).toHaveLength(4);
 
     const app = createApp({ db: tdb.db, logger: captured.logger, limiter: new RateLimiter(1000, clock), bodyLimitBytes: 65_536,
-      routes: webhookRoutes({ db: tdb.db, clock, engine: service.engine, testSecret: testConfig().webhooks.testSecret, retryLaunch: async () => undefined }),
+      routes: webhookRoutes({ db: tdb.db, clock, engine: service.engine, testSecret: testConfig().webhooks.testSecret, requeueLaunch: async () => undefined, wakeRunner: () => undefined }),
     });
     const { key } = await createApiKey(tdb.db, { owner: 'acme', scopes: ['launches:read', 'launches:write'], now: clock.now() });
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };

@@ -1,23 +1,14 @@
 import { Hono } from 'hono';
-import type { Db } from '../../db/database.js';
+import { presentDeadLetter } from '../../deadLetters/present.js';
+import { resolveDeadLetter, retryDeadLetter, type DeadLetterRetryDeps } from '../../deadLetters/retry.js';
+import { countDeadLetters, getDeadLetter, listDeadLetters, type DeadLetterFilter } from '../../deadLetters/store.js';
 import type { DeadLetterRow } from '../../db/schema.js';
-import type { Clock } from '../../lib/clock.js';
-import { resolveDeadLetter, retryDeadLetter } from '../../webhooks/deadLetterActions.js';
-import type { OutboxSignal } from '../../webhooks/outbox.js';
-import { presentDeadLetter } from '../../webhooks/present.js';
-import { countDeadLetters, getDeadLetter, listDeadLetters, type DeadLetterFilter } from '../../webhooks/sql/deadLetters.js';
 import type { AppEnv } from '../env.js';
 import { invalidRequest, notFound } from '../errors.js';
 import { requireScope } from '../middleware/auth.js';
 import { paginationBlock, readPage } from '../pagination.js';
 
-export interface DeadLetterRouteDeps {
-  db: Db;
-  clock: Clock;
-  signal: OutboxSignal;
-  /** Resumes a failed launch at its failed step; called for `kind: 'launch'` dead letters. */
-  retryLaunch(deadLetter: DeadLetterRow): Promise<void>;
-}
+export type DeadLetterRouteDeps = DeadLetterRetryDeps;
 
 const KINDS: DeadLetterRow['kind'][] = ['launch', 'delivery'];
 const STATUSES: DeadLetterRow['status'][] = ['open', 'retried', 'resolved'];

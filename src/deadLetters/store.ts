@@ -1,6 +1,6 @@
-import type { DbOrTx } from '../../db/database.js';
-import type { DeadLetterRow } from '../../db/schema.js';
-import { newId } from '../../lib/ids.js';
+import type { DbOrTx } from '../db/database.js';
+import type { DeadLetterRow } from '../db/schema.js';
+import { newId } from '../lib/ids.js';
 
 export interface DeadLetterInput {
   kind: DeadLetterRow['kind'];
@@ -16,7 +16,7 @@ export interface DeadLetterInput {
   now: number;
 }
 
-/** Records a launch job or a delivery for review (the dead letter table of SPEC §1). */
+/** Records a launch job or a delivery for review (docs/delivery.md, "Dead letters"). */
 export async function insertDeadLetter(db: DbOrTx, d: DeadLetterInput): Promise<string> {
   const id = newId('dlq');
   await db
