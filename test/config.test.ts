@@ -42,8 +42,25 @@ describe('configuration', () => {
     expect(refusal({ CHAIN_PROGRAMS_DIR: join(dir, 'absent') }).variable).toBe('CHAIN_PROGRAMS_DIR');
   });
 
+  it('serves the embedded chain on 127.0.0.1:8899 outside production, and refuses it in production unless CHAIN=embedded', () => {
+    expect(loadConfig({ DATA_DIR: dir }).chain.rpcServer).toEqual({ host: '127.0.0.1', port: 8899 });
+    expect(loadConfig({ DATA_DIR: dir, CHAIN_RPC_PORT: 'off' }).chain.rpcServer).toBeUndefined();
+    expect(loadConfig({ DATA_DIR: dir, CHAIN_RPC_PORT: '0', CHAIN_RPC_HOST: '0.0.0.0' }).chain.rpcServer).toEqual({ host: '0.0.0.0', port: 0 });
+    expect(refusal({ CHAIN_RPC_PORT: 'eighty' }).variable).toBe('CHAIN_RPC_PORT');
+    expect(refusal({ NODE_ENV: 'production', SECRET_KEY: KEY }).variable).toBe('CHAIN');
+    expect(refusal({ CHAIN: 'litesvm' }).variable).toBe('CHAIN');
+    expect(refusal({ CHAIN: 'rpc' }).variable).toBe('SOLANA_RPC_URL');
+    const production = loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', SECRET_KEY: KEY, CHAIN: 'embedded' });
+    expect(production.chain.mode).toBe('embedded');
+    expect(production.chain.rpcServer).toBeUndefined();
+    expect(refusal({ NODE_ENV: 'production', SECRET_KEY: KEY, CHAIN: 'embedded', CHAIN_RPC_PORT: '8899' }).variable).toBe('CHAIN_RPC_PORT');
+    expect(loadConfig({ DATA_DIR: dir }).watcher.ttlMs).toBe(365 * 86_400_000);
+    expect(loadConfig({ DATA_DIR: dir, WATCH_TTL: '30d' }).watcher.ttlMs).toBe(30 * 86_400_000);
+  });
+
   it('parses durations in ms, s, m, h and plain milliseconds', () => {
     expect([parseDuration('500ms'), parseDuration('30s'), parseDuration('2m'), parseDuration('1h'), parseDuration('250')]).toEqual([500, 30_000, 120_000, 3_600_000, 250]);
-    expect(parseDuration('1d')).toBeUndefined();
+    expect(parseDuration('1d')).toBe(86_400_000);
+    expect(parseDuration('1w')).toBeUndefined();
   });
 });

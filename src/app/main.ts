@@ -7,6 +7,7 @@ import { startHttpServer } from '../http/server.js';
 import { systemClock } from '../lib/clock.js';
 import { createLogger } from '../lib/logger.js';
 import { createService } from './service.js';
+import { startLocalCluster } from '../chain/embedded/localCluster.js';
 
 async function main(): Promise<void> {
   let config;
@@ -27,6 +28,11 @@ async function main(): Promise<void> {
       `\nDevelopment API key (owner "dev", all scopes) — shown once, keep it:\n${service.developmentKey.key}\n\n`,
     );
   }
+  // Outside production the embedded chain is also a local cluster (SPEC §10): JSON-RPC for wallets and scripts.
+  const localCluster = await startLocalCluster(config.chain.rpcServer, service.chain, logger).catch(async (error: unknown) => {
+    await service.stop();
+    throw error;
+  });
   service.start();
   const { server, port } = await startHttpServer({ fetch: service.app.fetch, port: config.port, hostname: config.host, limits: config.http });
   logger.info({ port, host: config.host, chain: service.chain.kind, env: config.nodeEnv }, 'launch service listening');
@@ -43,8 +49,8 @@ async function main(): Promise<void> {
     force.unref();
     server.close();
     if ('closeIdleConnections' in server) server.closeIdleConnections();
-    service
-      .stop()
+    Promise.resolve(localCluster?.close())
+      .then(() => service.stop())
       .then(() => {
         logger.info('stopped cleanly');
         logger.flush?.();

@@ -1,4 +1,5 @@
 import type { AccountInfo, Keypair, PublicKey } from '@solana/web3.js';
+import type { ChainHistory } from './history.js';
 
 /** Commitment levels the service uses; `processed` only appears in statuses. */
 export type Commitment = 'processed' | 'confirmed' | 'finalized';
@@ -55,6 +56,8 @@ export interface ChainBackend {
   isProgramExecutable(programId: PublicKey): Promise<boolean>;
   /** Health check: reads the clock sysvar and the payer account. */
   probe(): Promise<ChainProbe>;
+  /** What the chain watcher reads: address histories, transactions, accounts, program scans (SPEC §9). */
+  readonly history: ChainHistory;
   /** Circuit breaker state, when the backend has one (RPC). */
   breakerState?(): { state: 'closed' | 'open' | 'half-open'; failures: number };
   close(): Promise<void>;

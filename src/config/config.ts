@@ -23,7 +23,11 @@ export interface Config {
     programsDir: string | undefined;
     priorityFeeMicroLamports: number;
     computeUnitLimit: number | undefined;
+    /** Where the embedded chain serves JSON-RPC (SPEC §10); undefined: not served (`off`, production, RPC mode). */
+    rpcServer: { host: string; port: number } | undefined;
   };
+  /** The chain watcher (SPEC §9). */
+  watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number };
   webhooks: {
     retrySchedule: number[];
     timeoutMs: number;
@@ -171,6 +175,20 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CHAIN_PROGRAMS_DIR', `does not exist: ${programsDir}`);
   }
   const computeLimitRaw = env.SOLANA_COMPUTE_UNIT_LIMIT;
+  const secretKey = loadSecretKey(env, dataDir, production);
+  const chainVar = env.CHAIN && env.CHAIN !== '' ? env.CHAIN : undefined;
+  if (chainVar !== undefined && chainVar !== 'embedded' && chainVar !== 'rpc') throw new ConfigError('CHAIN', `must be embedded or rpc, got "${chainVar}"`);
+  if (chainVar === 'rpc' && rpcUrl === undefined) throw new ConfigError('SOLANA_RPC_URL', 'is required when CHAIN=rpc');
+  if (chainVar === 'embedded' && rpcUrl !== undefined) throw new ConfigError('CHAIN', 'is embedded but SOLANA_RPC_URL is set; unset one of them');
+  if (production && rpcUrl === undefined && chainVar !== 'embedded') {
+    throw new ConfigError('CHAIN', 'must be set to embedded to run the embedded chain in production (a production launch on a private chain is usually a mistake: set SOLANA_RPC_URL)');
+  }
+  const rpcPortRaw = env.CHAIN_RPC_PORT && env.CHAIN_RPC_PORT !== '' ? env.CHAIN_RPC_PORT.trim() : undefined;
+  if (production && rpcPortRaw !== undefined && rpcPortRaw !== 'off') throw new ConfigError('CHAIN_RPC_PORT', 'cannot serve the embedded chain in production; set it to off');
+  const rpcServer =
+    production || rpcUrl !== undefined || rpcPortRaw === 'off'
+      ? undefined
+      : { host: env.CHAIN_RPC_HOST && env.CHAIN_RPC_HOST !== '' ? env.CHAIN_RPC_HOST : '127.0.0.1', port: intVar(env, 'CHAIN_RPC_PORT', 8899, 0, 65534) };
 
   return {
     nodeEnv,
@@ -181,7 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     logPretty: env.LOG_FORMAT === 'pretty' || (env.LOG_FORMAT !== 'json' && !production && process.stdout.isTTY === true),
     dataDir,
     databasePath,
-    secretKey: loadSecretKey(env, dataDir, production),
+    secretKey,
     chain: {
       mode: rpcUrl ? 'rpc' : 'embedded',
       rpcUrl,
@@ -190,6 +208,12 @@ export function loadConfig(env: Env = process.env): Config {
       priorityFeeMicroLamports: intVar(env, 'SOLANA_PRIORITY_FEE_MICROLAMPORTS', 0, 0, 100_000_000),
       computeUnitLimit:
         computeLimitRaw === undefined || computeLimitRaw === '' ? undefined : intVar(env, 'SOLANA_COMPUTE_UNIT_LIMIT', 200_000, 1, 1_400_000),
+      rpcServer,
+    },
+    watcher: {
+      ttlMs: durationVar(env, 'WATCH_TTL', 365 * 86_400_000),
+      pollIntervalMs: durationVar(env, 'WATCH_POLL_INTERVAL', 2000),
+      maxIntervalMs: durationVar(env, 'WATCH_MAX_INTERVAL', 10 * 60_000),
     },
     webhooks: {
       retrySchedule,

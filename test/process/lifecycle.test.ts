@@ -14,7 +14,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function startService(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'app', 'main.ts')], {
     cwd: root,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'info', NODE_ENV: 'development', ...env },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', CHAIN_RPC_PORT: '0', LOG_FORMAT: 'json', LOG_LEVEL: 'info', NODE_ENV: 'development', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];

@@ -1,16 +1,20 @@
+import { createHmac } from 'node:crypto';
 import { address, lamports as toLamports } from '@solana/kit';
-import { LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
+import { Keypair, LAMPORTS_PER_SOL, PublicKey, SystemProgram, Transaction, type AccountInfo } from '@solana/web3.js';
 import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { NonRetriableError, TransientError } from '../../lib/retry.js';
 import type { ChainBackend, Commitment, SignatureStatus } from '../backend.js';
+import type { AccountFilter, ChainHistory } from '../history.js';
+import { historyRecord, lastHistorySeq, signaturesForAddress, snapshotBalances, storedTransaction, toHistoryTransaction } from './history.js';
+import { scanAccounts } from './scan.js';
 import { classifyTransactionFailure } from '../errors.js';
 import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
 import { findProgramFiles, type GenesisHook } from './programs.js';
-import { createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, syncClock } from './svm.js';
+import { createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, simulate, syncClock, type Execution } from './svm.js';
 import { findSignature, loadAccounts, saveProcessed, type ProcessedWrite } from './store.js';
-import { BLOCKHASH_VALIDITY_BLOCKS, createTimeline } from './timeline.js';
+import { BLOCKHASH_VALIDITY_BLOCKS, createTimeline, type ChainTime } from './timeline.js';
 
 /** Options of {@link createEmbeddedBackend}. */
 export interface EmbeddedBackendOptions {
@@ -35,6 +39,27 @@ export interface EmbeddedBackend extends ChainBackend {
   airdrop(pubkey: PublicKey, lamports: bigint): Promise<void>;
   /** Applies a genesis hook now (and skips accounts that exist); no-op when its program is absent. */
   applyGenesisHook(hook: GenesisHook): Promise<void>;
+  /**
+   * Credits lamports through a real transfer from the chain's faucet, so the airdrop has a
+   * signature, a status and a place in the recipient's history (as `requestAirdrop` on a test validator).
+   */
+  requestAirdrop(pubkey: PublicKey, lamports: bigint): Promise<string>;
+  /** Runs signed (or, with `sigVerify: false`, unsigned) transaction bytes without committing them. */
+  simulate(bytes: Uint8Array, options: { sigVerify: boolean }): Promise<Execution>;
+  /** The chain's current slot, height, epoch and time. */
+  now(): ChainTime;
+  /** The blockhash issued at a block height (for the JSON-RPC server's `isBlockhashValid`). */
+  isBlockhashValid(blockhash: string): boolean;
+  /** The hash of the chain's first block (`getGenesisHash`): tells two embedded chains apart. */
+  readonly genesisHash: string;
+  /** Transactions processed since genesis (with history). */
+  transactionCount(): number;
+  /** Slot and error (JSON form) of a processed signature, or null when never processed here. */
+  signatureInfo(signature: string): Promise<{ slot: number; err: unknown } | null>;
+  /** A processed transaction's bytes and meta, as `getTransaction` answers them. */
+  storedTransaction(signature: string): ReturnType<typeof storedTransaction>;
+  /** Every account a program owns, optionally filtered (`getProgramAccounts`). */
+  programAccounts(programId: PublicKey, filters: AccountFilter[]): Promise<Array<{ pubkey: PublicKey; account: AccountInfo<Buffer> }>>;
 }
 
 const DEFAULT_FUNDING = { thresholdLamports: 10n * BigInt(LAMPORTS_PER_SOL), amountLamports: 100n * BigInt(LAMPORTS_PER_SOL) };
@@ -70,8 +95,9 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     queue = run.catch(() => undefined);
     return run;
   };
-  const persist = (addresses: string[], signature?: ProcessedWrite['signature']) =>
-    saveProcessed(db, { accounts: addresses.map((a) => ({ address: a, account: readStored(svm, a) })), signature }, clock.now());
+  const persist = (addresses: string[], signature?: ProcessedWrite['signature'], history?: ProcessedWrite['history']) =>
+    saveProcessed(db, { accounts: addresses.map((a) => ({ address: a, account: readStored(svm, a) })), signature, history }, clock.now());
+  let lastSeq = await lastHistorySeq(db);
 
   const airdropNow = async (pubkey: PublicKey, amount: bigint) => {
     svm.airdrop(address(pubkey.toBase58()), toLamports(amount));
@@ -106,6 +132,74 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     logger.info({ programId: hook.programId.toBase58(), created }, 'genesis accounts applied');
   };
 
+  /** Processes one transaction (inside the serial queue): execute, then commit accounts and history together. */
+  const sendNow = async (bytes: Uint8Array): Promise<string> => {
+    const tx = decodeTransaction(bytes);
+    if ((await status(tx.signature)) !== null) return tx.signature; // already processed
+    if (timeline.validHeightOf(tx.blockhash) === undefined) {
+      throw new TransientError(`blockhash ${tx.blockhash} not found or expired`, 'blockhash_expired');
+    }
+    const time = timeline.now();
+    syncClock(svm, time);
+    const before = tx.writable.map((a) => readStored(svm, a));
+    const balancesBefore = snapshotBalances(svm, tx.keys);
+    const outcome = execute(svm, bytes);
+    const failure = outcome.ok ? undefined : classifyTransactionFailure(outcome.text);
+    if (outcome.ok || outcome.executed) {
+      const err = outcome.ok ? null : (/err: (.*?), meta:/.exec(outcome.text)?.[1] ?? 'failed');
+      const history = historyRecord({
+        signature: tx.signature,
+        seq: (lastSeq += 1),
+        slot: time.slot,
+        blockTime: time.unixTimestamp,
+        bytes,
+        keys: tx.keys,
+        numSignatures: tx.numSignatures,
+        before: balancesBefore,
+        after: snapshotBalances(svm, tx.keys),
+        execution: outcome,
+        errText: err,
+      });
+      try {
+        await persist(tx.writable, { signature: tx.signature, slot: time.slot, err }, history);
+      } catch (error) {
+        // Not durable means not landed: undo it in memory so the chain matches the database.
+        tx.writable.forEach((a, i) => rollback(svm, a, before[i] ?? null));
+        throw new TransientError(`embedded chain could not persist ${tx.signature}`, 'chain_persist_failed', { cause: error });
+      }
+    }
+    if (outcome.ok) {
+      await topUp();
+      return tx.signature;
+    }
+    if (failure === undefined) return tx.signature;
+    throw failure;
+  };
+
+  const faucet = Keypair.fromSeed(createHmac('sha256', options.secretKey).update('embedded-chain-faucet').digest());
+  const requestAirdropNow = async (pubkey: PublicKey, amount: bigint): Promise<string> => {
+    // The faucet keeps at least 1 SOL after paying, so it always stays rent-exempt.
+    const faucetAddress = address(faucet.publicKey.toBase58());
+    const need = amount + 2n * BigInt(LAMPORTS_PER_SOL);
+    const balance = svm.getBalance(faucetAddress) ?? 0n;
+    if (balance < need) svm.airdrop(faucetAddress, toLamports(need - balance));
+    const height = timeline.now().blockHeight;
+    const transfer = new Transaction({ feePayer: faucet.publicKey, blockhash: timeline.blockhashAt(height), lastValidBlockHeight: height + BLOCKHASH_VALIDITY_BLOCKS });
+    transfer.add(SystemProgram.transfer({ fromPubkey: faucet.publicKey, toPubkey: pubkey, lamports: amount }));
+    transfer.sign(faucet);
+    return sendNow(transfer.serialize());
+  };
+
+  const history: ChainHistory = {
+    signaturesForAddress: (addr, opts) => signaturesForAddress(db, addr, opts),
+    async getTransaction(signature) {
+      const stored = await storedTransaction(db, signature);
+      return stored ? toHistoryTransaction(signature, stored) : null;
+    },
+    getAccountInfo: async (pubkey) => readAccountInfo(svm, pubkey),
+    getProgramAccounts: (programId, filters) => scanAccounts(db, programId, filters),
+  };
+
   await serial(topUp);
   for (const hook of options.genesisHooks ?? []) await serial(() => applyGenesisHook(hook));
 
@@ -122,34 +216,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
       return timeline.now().blockHeight;
     },
     sendRawTransaction(bytes) {
-      return serial(async () => {
-        const tx = decodeTransaction(bytes);
-        if ((await status(tx.signature)) !== null) return tx.signature; // already processed
-        if (timeline.validHeightOf(tx.blockhash) === undefined) {
-          throw new TransientError(`blockhash ${tx.blockhash} not found or expired`, 'blockhash_expired');
-        }
-        const time = timeline.now();
-        syncClock(svm, time);
-        const before = tx.writable.map((a) => readStored(svm, a));
-        const outcome = execute(svm, bytes);
-        const failure = outcome.ok ? undefined : classifyTransactionFailure(outcome.text);
-        if (outcome.ok || outcome.executed) {
-          const err = outcome.ok ? null : (/err: (.*?), meta:/.exec(outcome.text)?.[1] ?? 'failed');
-          try {
-            await persist(tx.writable, { signature: tx.signature, slot: time.slot, err });
-          } catch (error) {
-            // Not durable means not landed: undo it in memory so the chain matches the database.
-            tx.writable.forEach((a, i) => rollback(svm, a, before[i] ?? null));
-            throw new TransientError(`embedded chain could not persist ${tx.signature}`, 'chain_persist_failed', { cause: error });
-          }
-        }
-        if (outcome.ok) {
-          await topUp();
-          return tx.signature;
-        }
-        if (failure === undefined) return tx.signature;
-        throw failure;
-      });
+      return serial(() => sendNow(bytes));
     },
     getSignatureStatus: status,
     async confirmTransaction(signature, lastValidBlockHeight, _commitment?: Commitment) {
@@ -184,7 +251,25 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
         payerBalance: Number(svm.getBalance(payerAddress) ?? 0n),
       };
     },
+    history,
     airdrop: (pubkey, amount) => serial(() => airdropNow(pubkey, amount)),
+    requestAirdrop: (pubkey, amount) => serial(() => requestAirdropNow(pubkey, amount)),
+    async simulate(bytes, opts) {
+      syncClock(svm, timeline.now());
+      return simulate(svm, bytes, opts);
+    },
+    now: () => timeline.now(),
+    genesisHash: timeline.blockhashAt(0),
+    transactionCount: () => lastSeq,
+    async signatureInfo(signature) {
+      const stored = await storedTransaction(db, signature);
+      if (stored) return { slot: stored.slot, err: stored.meta.err ?? null };
+      const row = await findSignature(db, signature);
+      return row ? { slot: Number(row.slot), err: row.err } : null;
+    },
+    storedTransaction: (signature) => storedTransaction(db, signature),
+    isBlockhashValid: (blockhash) => timeline.validHeightOf(blockhash) !== undefined,
+    programAccounts: (programId, filters) => scanAccounts(db, programId, filters),
     applyGenesisHook: (hook) => serial(() => applyGenesisHook(hook)),
     async close() {
       await queue;

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { insertHistory, type HistoryRecord } from './history.js';
 
 /** The table migration 003 adds; typed here so the shared schema stays untouched. */
 export interface ChainSignaturesTable {
@@ -21,6 +22,8 @@ export interface StoredAccount {
 export interface ProcessedWrite {
   accounts: Array<{ address: string; account: StoredAccount | null }>;
   signature?: { signature: string; slot: number; err: string | null };
+  /** The transaction's bytes, meta and account index entries (replaces `signature` when given). */
+  history?: HistoryRecord;
 }
 
 // Rent-exempt accounts carry u64::MAX as their rent epoch on a real cluster.
@@ -65,7 +68,9 @@ export async function saveProcessed(db: Db, write: ProcessedWrite, now: number):
         .onConflict((oc) => oc.column('address').doUpdateSet({ ...row }))
         .execute();
     }
-    if (write.signature) {
+    if (write.history) {
+      await insertHistory(trx, write.history, now);
+    } else if (write.signature) {
       const s = write.signature;
       await chainDb(trx as unknown as Db)
         .insertInto('chain_signatures')

@@ -1,7 +1,8 @@
 import { address, getTransactionDecoder, lamports as toLamports, type Address } from '@solana/kit';
 import { VersionedTransaction, type AccountInfo, PublicKey } from '@solana/web3.js';
 import bs58 from 'bs58';
-import { Clock as SvmClock, FailedTransactionMetadata, LiteSVM } from 'litesvm';
+import { Clock as SvmClock, FailedTransactionMetadata, LiteSVM, SimulatedTransactionInfo, type TransactionMetadata } from 'litesvm';
+import { transactionErrorJson } from './errorJson.js';
 import type { StoredAccount } from './store.js';
 import type { ChainTime } from './timeline.js';
 
@@ -10,13 +11,26 @@ export interface DecodedTransaction {
   signature: string;
   blockhash: string;
   writable: string[];
+  /** Every static account key, in message order. */
+  keys: string[];
+  numSignatures: number;
   bytes: Uint8Array;
+}
+
+/** What a run (or simulation) reports besides success: logs, compute, inner instructions, error. */
+export interface ExecutionMeta {
+  logs: string[];
+  computeUnits: number;
+  /** Per top-level instruction, the instructions it invoked (account indexes into the message). */
+  innerInstructions: Array<Array<{ programIdIndex: number; accounts: number[]; data: Uint8Array; stackHeight: number }>>;
+  /** The transaction error in the JSON form a real node sends (`{"InstructionError":[0,{"Custom":1}]}`), or null. */
+  err: unknown;
 }
 
 /** Outcome of running one transaction in LiteSVM. */
 export type Execution =
-  | { ok: true }
-  | { ok: false; executed: boolean; text: string };
+  | ({ ok: true } & ExecutionMeta)
+  | ({ ok: false; executed: boolean; text: string } & ExecutionMeta);
 
 /**
  * A LiteSVM with the standard programs. Blockhash expiry is checked by the timeline, and duplicate
@@ -34,17 +48,54 @@ export function decodeTransaction(bytes: Uint8Array): DecodedTransaction {
   if (!first) throw new Error('transaction has no signature');
   const keys = tx.message.staticAccountKeys;
   const writable = keys.filter((_, i) => tx.message.isAccountWritable(i)).map((k) => k.toBase58());
-  return { signature: bs58.encode(first), blockhash: tx.message.recentBlockhash, writable, bytes };
+  return {
+    signature: bs58.encode(first),
+    blockhash: tx.message.recentBlockhash,
+    writable,
+    keys: keys.map((k) => k.toBase58()),
+    numSignatures: tx.message.header.numRequiredSignatures,
+    bytes,
+  };
 }
 
 /** Executes the transaction: the v1 bytes go through kit's transaction decoder into LiteSVM. */
 export function execute(svm: LiteSVM, bytes: Uint8Array): Execution {
-  const result = svm.sendTransaction(getTransactionDecoder().decode(bytes));
-  if (!(result instanceof FailedTransactionMetadata)) return { ok: true };
-  const err = result.err();
-  const logs = result.meta().logs();
+  return outcomeOf(svm.sendTransaction(getTransactionDecoder().decode(bytes)));
+}
+
+/**
+ * Runs the transaction without committing it (preflight, `simulateTransaction`). With
+ * `sigVerify: false` unsigned transactions simulate too, as on a real node.
+ */
+export function simulate(svm: LiteSVM, bytes: Uint8Array, options: { sigVerify: boolean }): Execution {
+  const tx = getTransactionDecoder().decode(bytes);
+  if (options.sigVerify) return outcomeOf(svm.simulateTransaction(tx));
+  svm.withSigverify(false);
+  try {
+    return outcomeOf(svm.simulateTransaction(tx));
+  } finally {
+    svm.withSigverify(true);
+  }
+}
+
+function outcomeOf(result: TransactionMetadata | FailedTransactionMetadata | SimulatedTransactionInfo): Execution {
+  const failed = result instanceof FailedTransactionMetadata ? result : undefined;
+  const meta = result instanceof SimulatedTransactionInfo || result instanceof FailedTransactionMetadata ? result.meta() : result;
+  const common: ExecutionMeta = {
+    logs: meta.logs(),
+    computeUnits: Number(meta.computeUnitsConsumed()),
+    innerInstructions: meta.innerInstructions().map((list) =>
+      list.map((inner) => {
+        const ix = inner.instruction();
+        return { programIdIndex: ix.programIdIndex(), accounts: [...ix.accounts()], data: ix.data(), stackHeight: inner.stackHeight() };
+      }),
+    ),
+    err: failed ? transactionErrorJson(failed.err()) : null,
+  };
+  if (!failed) return { ok: true, ...common };
+  const err = failed.err();
   // Fieldless errors (numbers) reject the transaction before execution; the rest ran and paid fees.
-  return { ok: false, executed: typeof err !== 'number', text: `${result.toString()}\n${logs.join('\n')}` };
+  return { ok: false, executed: typeof err !== 'number', text: `${failed.toString()}\n${common.logs.join('\n')}`, ...common };
 }
 
 /** Moves the LiteSVM clock sysvar to the timeline's current instant. */

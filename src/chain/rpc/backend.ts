@@ -6,6 +6,7 @@ import { NonRetriableError, TransientError } from '../../lib/retry.js';
 import type { ChainBackend, Commitment, FeeSettings, SignatureStatus } from '../backend.js';
 import { classifyTransactionFailure } from '../errors.js';
 import { createRpcBreaker, type RpcBreakerOptions } from './breaker.js';
+import { createRpcHistory } from './history.js';
 
 /** Options of {@link createRpcBackend}. */
 export interface RpcBackendOptions {
@@ -104,6 +105,7 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
         payerBalance: payerAccount?.lamports ?? 0,
       };
     },
+    history: createRpcHistory(connection, breaker),
     breakerState: () => breaker.state(),
     async close() {
       breaker.shutdown();

@@ -2,12 +2,14 @@ import type { Migration, MigrationProvider } from 'kysely';
 import * as m001 from './001_initial.js';
 import * as m003 from './003_chain.js';
 import * as m004 from './004_delivery_claim_indexes.js';
+import * as m008 from './008_watcher.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
   '003_chain': m003,
   '004_delivery_claim_indexes': m004,
+  '008_watcher': m008,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,58 @@
+import type { AccountInfo, PublicKey } from '@solana/web3.js';
+
+/** One entry of an address's history, as `getSignaturesForAddress` answers it. */
+export interface SignatureEntry {
+  signature: string;
+  slot: number;
+  /** Non-null when the transaction failed on chain (it still paid fees and is in the history). */
+  err: unknown;
+  blockTime: number | null;
+}
+
+/** A token balance of an account before or after a transaction (raw base units). */
+export interface TokenBalance {
+  accountIndex: number;
+  mint: string;
+  owner: string | null;
+  amount: string;
+}
+
+/** One instruction with its accounts resolved to addresses. */
+export interface HistoryInstruction {
+  programId: string;
+  accounts: string[];
+  data: Uint8Array;
+}
+
+/** A processed transaction as the watcher reads it. */
+export interface HistoryTransaction {
+  signature: string;
+  slot: number;
+  blockTime: number | null;
+  err: unknown;
+  accountKeys: string[];
+  /** Top-level instructions, in order (the instruction index is the position here). */
+  instructions: HistoryInstruction[];
+  logs: string[];
+  preTokenBalances: TokenBalance[];
+  postTokenBalances: TokenBalance[];
+}
+
+/** Filters of a program-account scan, as in `getProgramAccounts`. */
+export type AccountFilter = { dataSize: number } | { memcmp: { offset: number; bytes: string } };
+
+/**
+ * The small surface the chain watcher reads through; both backends answer it (SPEC §9). On RPC it
+ * is `getSignaturesForAddress`/`getTransaction` at `finalized`, behind the RPC breaker; on the
+ * embedded chain it reads the durable signature index kept with the chain state.
+ */
+export interface ChainHistory {
+  /**
+   * Signatures that touched `address`, newest first, strictly after `until` (exclusive) and before
+   * `before` (exclusive), at most `limit` (1..1000).
+   */
+  signaturesForAddress(address: string, options: { until?: string | undefined; before?: string | undefined; limit: number }): Promise<SignatureEntry[]>;
+  getTransaction(signature: string): Promise<HistoryTransaction | null>;
+  getAccountInfo(pubkey: PublicKey): Promise<AccountInfo<Buffer> | null>;
+  getProgramAccounts(programId: PublicKey, filters: AccountFilter[]): Promise<Array<{ pubkey: PublicKey; account: AccountInfo<Buffer> }>>;
+}

@@ -1,0 +1,54 @@
+import { PublicKey, type Connection, type GetProgramAccountsFilter } from '@solana/web3.js';
+import type { ChainHistory, HistoryTransaction, TokenBalance } from '../history.js';
+import type { RpcBreaker } from './breaker.js';
+
+type RpcTokenBalances = Array<{ accountIndex: number; mint: string; owner?: string | undefined; uiTokenAmount: { amount: string } }> | null | undefined;
+
+const tokenBalances = (list: RpcTokenBalances): TokenBalance[] =>
+  (list ?? []).map((b) => ({ accountIndex: b.accountIndex, mint: b.mint, owner: b.owner ?? null, amount: b.uiTokenAmount.amount }));
+
+/**
+ * The watcher's reads on any cluster: the `getSignaturesForAddress`/`getTransaction` cursor poller
+ * at `finalized` (what is reported can never be rolled back), every call behind the RPC breaker.
+ */
+export function createRpcHistory(connection: Connection, breaker: RpcBreaker): ChainHistory {
+  const call = breaker.call;
+  return {
+    async signaturesForAddress(address, options) {
+      const list = await call(() =>
+        connection.getSignaturesForAddress(new PublicKey(address), { until: options.until, before: options.before, limit: options.limit }, 'finalized'),
+      );
+      return list.map((s) => ({ signature: s.signature, slot: s.slot, err: s.err ?? null, blockTime: s.blockTime ?? null }));
+    },
+    async getTransaction(signature): Promise<HistoryTransaction | null> {
+      const tx = await call(() => connection.getTransaction(signature, { commitment: 'finalized', maxSupportedTransactionVersion: 0 }));
+      if (!tx) return null;
+      const loaded = tx.meta?.loadedAddresses;
+      const keys = [
+        ...tx.transaction.message.staticAccountKeys.map((k) => k.toBase58()),
+        ...(loaded?.writable ?? []).map((k) => k.toBase58()),
+        ...(loaded?.readonly ?? []).map((k) => k.toBase58()),
+      ];
+      return {
+        signature,
+        slot: tx.slot,
+        blockTime: tx.blockTime ?? null,
+        err: tx.meta?.err ?? null,
+        accountKeys: keys,
+        instructions: tx.transaction.message.compiledInstructions.map((ix) => ({
+          programId: keys[ix.programIdIndex] as string,
+          accounts: ix.accountKeyIndexes.map((i) => keys[i] as string),
+          data: ix.data,
+        })),
+        logs: tx.meta?.logMessages ?? [],
+        preTokenBalances: tokenBalances(tx.meta?.preTokenBalances),
+        postTokenBalances: tokenBalances(tx.meta?.postTokenBalances),
+      };
+    },
+    getAccountInfo: (pubkey) => call(() => connection.getAccountInfo(pubkey, 'finalized')),
+    async getProgramAccounts(programId, filters) {
+      const list = await call(() => connection.getProgramAccounts(programId, { commitment: 'finalized', filters: filters as GetProgramAccountsFilter[] }));
+      return list.map((entry) => ({ pubkey: entry.pubkey, account: entry.account }));
+    },
+  };
+}
