@@ -6,11 +6,9 @@
  * Prints `chain rpc <url>` once serving; SIGTERM/SIGINT close it cleanly.
  */
 import { join, resolve } from 'node:path';
-import { PublicKey } from '@solana/web3.js';
-import { createEmbeddedBackend } from '../src/chain/embedded/backend.js';
+import { createChainBackend } from '../src/app/serviceChain.js';
+import type { EmbeddedBackend } from '../src/chain/embedded/backend.js';
 import { startChainRpcServer } from '../src/chain/embedded/rpcServer.js';
-import { cpmmGenesisHook } from '../src/chain/programs/cpmm/genesis.js';
-import { DEFAULT_PROGRAM_IDS } from '../src/chain/steps/index.js';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import { migrateToLatest, openDatabase } from '../src/db/database.js';
 import { systemClock } from '../src/lib/clock.js';
@@ -24,14 +22,8 @@ async function main(): Promise<void> {
   const file = process.env.CHAIN_DATA_FILE ? resolve(process.env.CHAIN_DATA_FILE) : join(config.dataDir, 'chain.sqlite');
   const database = openDatabase(file);
   await migrateToLatest(database.db);
-  const chain = await createEmbeddedBackend({
-    db: database.db,
-    secretKey: config.secretKey,
-    clock: systemClock,
-    logger,
-    programsDir: config.chain.programsDir,
-    genesisHooks: [cpmmGenesisHook(new PublicKey(DEFAULT_PROGRAM_IDS.pool))],
-  });
+  // The same embedded chain the service builds (programs directory, genesis accounts), on its own file.
+  const chain = (await createChainBackend(config, { db: database.db, clock: systemClock, logger })) as EmbeddedBackend;
   const server = await startChainRpcServer({ chain, host: config.chain.rpcServer.host, port: config.chain.rpcServer.port, logger });
   process.stdout.write(`chain rpc ${server.url}\n`);
   let stopping = false;
