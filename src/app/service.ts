@@ -21,7 +21,9 @@ import { createHostLabeler } from '../health/hostLabel.js';
 import { observeRequests } from '../metrics/httpMetrics.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { createMetricsRoutes } from '../metrics/routes.js';
+import { createDashboardRoutes } from '../dashboard/routes.js';
 import type { Clock } from '../lib/clock.js';
+import { redeliverEvent } from '../webhooks/redeliver.js';
 import { createWebhookService } from '../webhooks/service.js';
 import { apiRoutes } from './routes.js';
 import { createChainBackend, checkCapabilities, stepExecutorsFor } from './serviceChain.js';
@@ -92,6 +94,28 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
 
     const launchRunner = runner;
     const metrics = createMetrics({ db, breakers: webhooks.breakers, health });
+    const dashboard = createDashboardRoutes({
+      db,
+      clock,
+      logger,
+      production: config.production,
+      sessionTtlMs: config.ops.dashboardSessionTtlMs,
+      explorerCluster: config.ops.explorerCluster,
+      breakerResetTimeoutMs: config.breaker.resetTimeoutMs,
+      health,
+      breakers: webhooks.breakers,
+      signal: webhooks.signal,
+      deadLetters: {
+        db,
+        clock,
+        requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
+        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id })),
+        wake: (kind) => {
+          webhooks.signal.notify();
+          if (kind === 'launch') launchRunner.wake();
+        },
+      },
+    });
     const app = createApp({
       db,
       logger,
@@ -114,7 +138,10 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
         wakeRunner: () => launchRunner.wake(),
       }),
       observe: observeRequests(metrics),
-      pages: [['/metrics', createMetricsRoutes({ metrics, token: config.ops.metricsToken })]],
+      pages: [
+        ['/metrics', createMetricsRoutes({ metrics, token: config.ops.metricsToken })],
+        ['/dashboard', dashboard],
+      ],
     });
     const developmentKey = await ensureDevelopmentKey(db, { production: config.production, now: clock.now() });
 

@@ -148,6 +148,14 @@ export interface ServiceMetaTable {
   value: string;
 }
 
+export interface DashboardSessionsTable {
+  id_hash: string;
+  key_id: string;
+  csrf_token: string;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -160,6 +168,7 @@ export interface Database {
   breaker_states: BreakerStatesTable;
   chain_accounts: ChainAccountsTable;
   service_meta: ServiceMetaTable;
+  dashboard_sessions: DashboardSessionsTable;
 }
 
 export type LaunchRow = Selectable<LaunchesTable>;

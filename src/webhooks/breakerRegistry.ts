@@ -41,6 +41,8 @@ export interface BreakerRegistry {
   /** `{host: {state, failures}}` for /api/health. */
   snapshot(): Record<string, BreakerSnapshotEntry>;
   stateOf(host: string): BreakerSnapshotEntry;
+  /** Closes a host's breaker with zero failures (an operator's reset); false for an unknown host. */
+  reset(host: string): Promise<boolean>;
   shutdown(): void;
 }
 
@@ -106,7 +108,7 @@ export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logg
     await saveBreakerState(deps.db, host, next, deps.clock.now());
   }
 
-  return {
+  const registry: BreakerRegistry = {
     load() {
       loading ??= loadBreakerStates(deps.db).then((saved) => {
         for (const [host, s] of saved) if (!states.has(host)) states.set(host, s);
@@ -169,9 +171,18 @@ export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logg
       const s = advanceBreaker(get(host), deps.clock.now(), deps.policy);
       return { state: s.state, failures: s.failures };
     },
+    async reset(host) {
+      await registry.load();
+      if (!states.has(host)) return false;
+      trials.delete(host);
+      await transition(host, initialBreakerState);
+      log.info({ host }, 'breaker reset by an operator');
+      return true;
+    },
     shutdown() {
       for (const cb of circuits.values()) cb.shutdown();
       circuits.clear();
     },
   };
+  return registry;
 }

@@ -3,6 +3,7 @@ import * as m001 from './001_initial.js';
 import * as m003 from './003_chain.js';
 import * as m004 from './004_delivery_claim_indexes.js';
 import * as m008 from './008_watcher.js';
+import * as m009 from './009_dashboard.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -10,6 +11,7 @@ export const migrations: Record<string, Migration> = {
   '003_chain': m003,
   '004_delivery_claim_indexes': m004,
   '008_watcher': m008,
+  '009_dashboard': m009,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,67 @@
+import type { FC } from 'hono/jsx';
+
+export interface Series {
+  name: string;
+  color: string;
+  /** One value per bucket, oldest first; null where there is no data. */
+  values: Array<number | null>;
+}
+
+const W = 480;
+const H = 170;
+const PAD = { left: 44, right: 8, top: 22, bottom: 22 };
+
+const nice = (max: number) => {
+  if (max <= 0) return 1;
+  const p = 10 ** Math.floor(Math.log10(max));
+  return [1, 2, 5, 10].map((m) => m * p).find((v) => v >= max) ?? max;
+};
+
+/** A line chart of per-minute values, computed on the server and drawn as inline SVG. */
+export const LineChart: FC<{ title: string; unit: string; series: Series[]; minutes: number }> = ({ title, unit, series, minutes }) => {
+  const max = nice(Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== null))));
+  const plotW = W - PAD.left - PAD.right;
+  const plotH = H - PAD.top - PAD.bottom;
+  const x = (i: number) => PAD.left + (minutes <= 1 ? 0 : (i / (minutes - 1)) * plotW);
+  const y = (v: number) => PAD.top + plotH - (v / max) * plotH;
+  const path = (values: Array<number | null>) => {
+    let d = '';
+    let pen = false;
+    values.forEach((v, i) => {
+      if (v === null) {
+        pen = false;
+        return;
+      }
+      d += `${pen ? 'L' : 'M'}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
+      pen = true;
+    });
+    return d;
+  };
+  return (
+    <svg viewBox={`0 0 ${W} ${H}`} width={W} height={H} role="img" aria-label={title}>
+      <text x={PAD.left} y={14} font-size="12" font-weight="600">
+        {title}
+      </text>
+      {[0, 0.5, 1].map((f) => (
+        <g>
+          <line x1={PAD.left} x2={W - PAD.right} y1={y(max * f)} y2={y(max * f)} stroke="#edf0f4" />
+          <text x={PAD.left - 4} y={y(max * f) + 4} font-size="10" text-anchor="end" fill="#6b7588">
+            {`${Number((max * f).toPrecision(3))}${unit}`}
+          </text>
+        </g>
+      ))}
+      <text x={PAD.left} y={H - 6} font-size="10" fill="#6b7588">{`-${minutes} min`}</text>
+      <text x={W - PAD.right} y={H - 6} font-size="10" fill="#6b7588" text-anchor="end">
+        now
+      </text>
+      {series.map((s, i) => (
+        <g>
+          <path d={path(s.values)} fill="none" stroke={s.color} stroke-width="2" />
+          <text x={W - PAD.right - 110} y={14 + i * 12} font-size="10" fill={s.color}>
+            {`■ ${s.name}`}
+          </text>
+        </g>
+      ))}
+    </svg>
+  );
+};

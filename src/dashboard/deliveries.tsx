@@ -1,0 +1,54 @@
+import type { FC } from 'hono/jsx';
+import type { Db } from '../db/database.js';
+import type { DeliveryStatus } from '../db/schema.js';
+import type { AttemptRow } from '../webhooks/sql/attempts.js';
+import { DeliveryTable, type DeliveryListRow } from './deliveryTable.js';
+import { Pager } from './layout.js';
+import { PAGE } from './launches.js';
+import { ownLaunchIds } from './scope.js';
+import type { DashboardUser } from './session.js';
+
+export const DELIVERY_STATUSES: DeliveryStatus[] = ['pending', 'delivered', 'failed'];
+
+export interface DeliveryFilter {
+  status?: DeliveryStatus;
+  offset: number;
+}
+
+/** Newest deliveries first, one page, through the (status,) created_at indexes. */
+export async function listDeliveriesPage(db: Db, user: DashboardUser, filter: DeliveryFilter): Promise<DeliveryListRow[]> {
+  let q = db
+    .selectFrom('deliveries as d')
+    .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
+    .select(['d.id', 'd.launch_id', 'e.event', 'e.sequence', 'd.url', 'd.status', 'd.attempt_count', 'd.next_attempt_at', 'd.last_error', 'd.created_at'])
+    .orderBy('d.created_at', 'desc')
+    .orderBy('d.id', 'desc')
+    .limit(PAGE)
+    .offset(filter.offset);
+  if (filter.status) q = q.where('d.status', '=', filter.status);
+  const own = ownLaunchIds(user);
+  if (own) q = q.where('d.launch_id', 'in', own);
+  return q.execute();
+}
+
+export const DeliveriesPage: FC<{ user: DashboardUser; rows: DeliveryListRow[]; attempts: Map<string, AttemptRow[]>; filter: DeliveryFilter }> = ({ user, rows, attempts, filter }) => (
+  <>
+    <h1>Deliveries</h1>
+    <form class="filters" method="get" action="/dashboard/deliveries">
+      <label>
+        Status
+        <select name="status">
+          <option value="">any</option>
+          {DELIVERY_STATUSES.map((s) => (
+            <option value={s} selected={filter.status === s}>
+              {s}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="submit">Filter</button>
+    </form>
+    <DeliveryTable user={user} rows={rows} attempts={attempts} showLaunch back={`/dashboard/deliveries${filter.status ? `?status=${filter.status}` : ''}`} />
+    <Pager base="/dashboard/deliveries" params={{ status: filter.status }} offset={filter.offset} limit={PAGE} shown={rows.length} />
+  </>
+);

@@ -1,0 +1,142 @@
+import { sql } from 'kysely';
+import type { FC } from 'hono/jsx';
+import type { Db } from '../db/database.js';
+import type { HealthReport } from '../health/healthService.js';
+import { LineChart } from './charts.js';
+import { Badge, duration } from './layout.js';
+import type { DashboardUser } from './session.js';
+
+const MINUTES = 60;
+
+export interface OverviewData {
+  launches: Record<string, number>;
+  deliveries: Record<string, number>;
+  openDeadLetters: number | null;
+  perMinute: { delivered: number[]; failed: number[]; launches: number[]; p50: Array<number | null>; p99: Array<number | null> };
+}
+
+const countsBy = (rows: Array<{ status: string; n: number }>) => Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+
+function percentile(sorted: number[], q: number): number | null {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? null;
+}
+
+/** Counts by status and the last hour per minute, for everyone (admin) or one owner. */
+export async function loadOverview(db: Db, user: DashboardUser, now: number): Promise<OverviewData> {
+  const owner = user.isAdmin ? undefined : user.owner;
+  const since = now - MINUTES * 60_000;
+  let launches = db.selectFrom('launches').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status');
+  if (owner) launches = launches.where('owner', '=', owner);
+  let deliveries = db.selectFrom('deliveries').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status');
+  if (owner) deliveries = deliveries.where('launch_id', 'in', sql<string>`(select id from launches where owner = ${owner})`);
+  const attempts = await sql<{ minute: number; outcome: string; duration_ms: number }>`
+    select (a.started_at - ${since}) / 60000 as minute, a.outcome, a.duration_ms from delivery_attempts a
+    ${owner ? sql`join deliveries d on d.id = a.delivery_id join launches l on l.id = d.launch_id and l.owner = ${owner}` : sql``}
+    where a.started_at >= ${since} order by a.started_at limit 50000`.execute(db);
+  let created = db.selectFrom('launches').select(sql<number>`(created_at - ${since}) / 60000`.as('minute')).where('created_at', '>=', since);
+  if (owner) created = created.where('owner', '=', owner);
+
+  const delivered = new Array<number>(MINUTES).fill(0);
+  const failed = new Array<number>(MINUTES).fill(0);
+  const durations: number[][] = Array.from({ length: MINUTES }, () => []);
+  for (const a of attempts.rows) {
+    const m = Math.min(MINUTES - 1, Math.max(0, Math.floor(Number(a.minute))));
+    (a.outcome === 'success' ? delivered : failed)[m]! += 1;
+    durations[m]!.push(Number(a.duration_ms));
+  }
+  const perLaunch = new Array<number>(MINUTES).fill(0);
+  for (const row of await created.execute()) perLaunch[Math.min(MINUTES - 1, Math.max(0, Math.floor(Number(row.minute))))]! += 1;
+  for (const d of durations) d.sort((x, y) => x - y);
+  const deadLetters = user.isAdmin
+    ? Number((await db.selectFrom('dead_letters').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'open').executeTakeFirstOrThrow()).n)
+    : null;
+  return {
+    launches: countsBy(await launches.execute()),
+    deliveries: countsBy(await deliveries.execute()),
+    openDeadLetters: deadLetters,
+    perMinute: {
+      delivered,
+      failed,
+      launches: perLaunch,
+      p50: durations.map((d) => percentile(d, 0.5)),
+      p99: durations.map((d) => percentile(d, 0.99)),
+    },
+  };
+}
+
+const Counts: FC<{ title: string; counts: Record<string, number>; order: string[] }> = ({ title, counts, order }) => (
+  <>
+    <h2>{title}</h2>
+    <div class="cards">
+      {order.map((status) => (
+        <div class="card">
+          <Badge value={status} />
+          <b data-count={`${title.toLowerCase()}-${status}`}>{counts[status] ?? 0}</b>
+        </div>
+      ))}
+    </div>
+  </>
+);
+
+export const OverviewPage: FC<{ user: DashboardUser; data: OverviewData; health: HealthReport }> = ({ user, data, health }) => {
+  const breakers = Object.entries(health.circuitBreakers);
+  return (
+    <>
+      <h1>
+        Overview <Badge value={health.status} />
+      </h1>
+      <h2>Health</h2>
+      <div class="scroll">
+        <table>
+          <tr>
+            <th>Check</th>
+            <th>Status</th>
+            <th>Latency</th>
+            <th>Message</th>
+          </tr>
+          {Object.entries(health.checks).map(([name, check]) => (
+            <tr>
+              <td>{name}</td>
+              <td>
+                <Badge value={check.status} />
+              </td>
+              <td>{duration(check.latencyMs)}</td>
+              <td class="mono">{check.message ?? ''}</td>
+            </tr>
+          ))}
+        </table>
+      </div>
+      {user.isAdmin && (
+        <p>
+          Circuit breakers: {breakers.filter(([, b]) => b.state !== 'closed').length} not closed of {breakers.length} known ·{' '}
+          <a href="/dashboard/breakers">breakers</a> · open dead letters: <a href="/dashboard/dead-letters?status=open">{data.openDeadLetters}</a>
+        </p>
+      )}
+      <Counts title="Launches" counts={data.launches} order={['queued', 'processing', 'complete', 'failed']} />
+      <Counts title="Deliveries" counts={data.deliveries} order={['pending', 'delivered', 'failed']} />
+      <h2>Last hour</h2>
+      <div class="charts">
+        <LineChart
+          title="Delivery attempts per minute"
+          unit=""
+          minutes={MINUTES}
+          series={[
+            { name: 'delivered', color: '#17692e', values: data.perMinute.delivered },
+            { name: 'failed', color: '#c62828', values: data.perMinute.failed },
+          ]}
+        />
+        <LineChart
+          title="Delivery latency (attempt duration)"
+          unit=" ms"
+          minutes={MINUTES}
+          series={[
+            { name: 'p50', color: '#1f5fbf', values: data.perMinute.p50 },
+            { name: 'p99', color: '#b26a00', values: data.perMinute.p99 },
+          ]}
+        />
+        <LineChart title="Launches per minute" unit="" minutes={MINUTES} series={[{ name: 'created', color: '#5b3fbf', values: data.perMinute.launches }]} />
+      </div>
+    </>
+  );
+};

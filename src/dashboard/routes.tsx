@@ -1,0 +1,257 @@
+import { Hono, type Context } from 'hono';
+import type { Child } from 'hono/jsx';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { Logger } from 'pino';
+import { findActiveKey } from '../auth/apiKeys.js';
+import type { Db } from '../db/database.js';
+import type { DeliveryStatus, LaunchStatus } from '../db/schema.js';
+import type { HealthReport } from '../health/healthService.js';
+import type { Clock } from '../lib/clock.js';
+import { ConflictError, DomainError, NotFoundError } from '../lib/errors.js';
+import type { BreakerRegistry } from '../webhooks/breakerRegistry.js';
+import { resolveDeadLetter, retryDeadLetter, type DeadLetterRetryDeps } from '../deadLetters/retry.js';
+import type { OutboxSignal } from '../webhooks/outbox.js';
+import { redeliverEvent } from '../webhooks/redeliver.js';
+import { getDeadLetter } from '../deadLetters/store.js';
+import { getDelivery } from '../webhooks/sql/deliveryQueries.js';
+import { BreakersPage, listBreakers } from './breakers.js';
+import { DEAD_LETTER_KINDS, DEAD_LETTER_STATUSES, DeadLettersPage, listDeadLettersPage } from './deadLetters.js';
+import { DELIVERY_STATUSES, DeliveriesPage, listDeliveriesPage } from './deliveries.js';
+import { attemptsByDelivery } from './deliveryTable.js';
+import { Layout } from './layout.js';
+import { LaunchPage, loadLaunch } from './launch.js';
+import { LAUNCH_STATUSES, LaunchesPage, listLaunchesPage } from './launches.js';
+import { OverviewPage, loadOverview } from './overview.js';
+import { canSee } from './scope.js';
+import { createSession, deleteSession, findSession, newToken, sameToken, type DashboardUser } from './session.js';
+import { MessagePage, SignInPage } from './signIn.js';
+
+export interface DashboardDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  production: boolean;
+  sessionTtlMs: number;
+  explorerCluster: string;
+  breakerResetTimeoutMs: number;
+  health(): Promise<HealthReport>;
+  breakers: Pick<BreakerRegistry, 'snapshot' | 'reset'>;
+  /** Wakes the dispatcher after a redelivery or a breaker reset. */
+  signal: OutboxSignal;
+  /** The dead-letter retry's collaborators (the same the API's retry uses). */
+  deadLetters: DeadLetterRetryDeps;
+}
+
+type DashEnv = { Variables: { user: DashboardUser | undefined; form: Record<string, string | File | Array<string | File>> } };
+
+const SESSION = 'dash_session';
+const LOGIN = 'dash_login';
+
+const NOTICES: Record<string, string> = {
+  redelivered: 'Redelivery queued.',
+  retried: 'Dead letter retried.',
+  resolved: 'Dead letter resolved.',
+  reset: 'Breaker reset.',
+};
+
+const pick = <T extends string>(value: string | undefined, allowed: readonly T[]): T | undefined => (allowed.includes(value as T) ? (value as T) : undefined);
+const offsetOf = (value: string | undefined) => {
+  const n = Number(value ?? 0);
+  return Number.isSafeInteger(n) && n >= 0 && n <= 1_000_000 ? n : 0;
+};
+/** Only paths of the dashboard itself are followed after a form (no open redirect). */
+const backTo = (value: unknown, fallback: string) => (typeof value === 'string' && /^\/dashboard(?:[/?]|$)/.test(value) && !value.includes('//') ? value : fallback);
+const withNotice = (path: string, notice: string, n?: number) => `${path}${path.includes('?') ? '&' : '?'}notice=${notice}${n === undefined ? '' : `&n=${n}`}`;
+const field = (form: DashEnv['Variables']['form'], name: string) => {
+  const v = form[name];
+  return typeof v === 'string' ? v : undefined;
+};
+
+/** The operator's console under /dashboard (SPEC §11): server-rendered, no script, one CSRF token per session. */
+export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
+  const app = new Hono<DashEnv>();
+  const cookieBase = { path: '/dashboard', httpOnly: true, sameSite: 'Strict' as const, secure: deps.production };
+
+  app.use('*', async function dashboardHeaders(c, next) {
+    await next();
+    c.header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    c.header('X-Frame-Options', 'DENY');
+    c.header('X-Content-Type-Options', 'nosniff');
+    c.header('Referrer-Policy', 'same-origin');
+    c.header('Cache-Control', 'no-store');
+  });
+
+  app.get('/sign-in', (c) => {
+    const csrf = newToken();
+    setCookie(c, LOGIN, csrf, { ...cookieBase, maxAge: 3600 });
+    return c.html(<SignInPage csrf={csrf} />);
+  });
+
+  app.post('/sign-in', async (c) => {
+    const form = await c.req.parseBody();
+    const csrf = newToken();
+    const again = (status: 401 | 403, error: string) => {
+      setCookie(c, LOGIN, csrf, { ...cookieBase, maxAge: 3600 });
+      return c.html(<SignInPage csrf={csrf} error={error} />, status);
+    };
+    if (!sameToken(typeof form._csrf === 'string' ? form._csrf : undefined, getCookie(c, LOGIN))) return again(403, 'The form expired; please sign in again.');
+    const key = typeof form.key === 'string' ? form.key.trim() : '';
+    const row = key.startsWith('sk_') && key.length <= 200 ? await findActiveKey(deps.db, key) : undefined;
+    if (!row) return again(401, 'That API key is not valid (or was revoked).');
+    const token = await createSession(deps.db, { keyId: row.id, now: deps.clock.now(), ttlMs: deps.sessionTtlMs });
+    deleteCookie(c, LOGIN, { path: '/dashboard' });
+    setCookie(c, SESSION, token, { ...cookieBase, maxAge: Math.floor(deps.sessionTtlMs / 1000) });
+    deps.logger.info({ component: 'dashboard', keyId: row.id, owner: row.owner }, 'dashboard sign-in');
+    return c.redirect('/dashboard', 303);
+  });
+
+  // Everything below needs a live session; every POST below needs the session's CSRF token.
+  app.use('*', async function requireSession(c, next) {
+    const token = getCookie(c, SESSION);
+    const user = token ? await findSession(deps.db, token, deps.clock.now()) : undefined;
+    if (!user) {
+      if (token) deleteCookie(c, SESSION, { path: '/dashboard' });
+      return c.redirect('/dashboard/sign-in', 303);
+    }
+    c.set('user', user);
+    if (c.req.method === 'POST') {
+      const form = await c.req.parseBody({ all: true });
+      const presented = form._csrf;
+      if (!sameToken(typeof presented === 'string' ? presented : undefined, user.csrf)) {
+        return c.html(<MessagePage title="Refused" message="This form has no valid CSRF token; reload the page and try again." />, 403);
+      }
+      c.set('form', form);
+    }
+    await next();
+  });
+
+  const user = (c: Context<DashEnv>) => c.get('user') as DashboardUser;
+  const page = (c: Context<DashEnv>, title: string, path: string, body: Child) => {
+    const notice = NOTICES[c.req.query('notice') ?? ''];
+    const n = Number(c.req.query('n'));
+    const flash = notice && Number.isSafeInteger(n) && n > 1 ? `${notice} (${n})` : notice;
+    return c.html(
+      <Layout title={title} user={user(c)} path={path} flash={flash}>
+        {body}
+      </Layout>,
+    );
+  };
+  const adminOnly = (c: Context<DashEnv>) => {
+    if (!user(c).isAdmin) throw new NotFoundError('This page needs an admin key');
+  };
+
+  app.post('/sign-out', async (c) => {
+    const token = getCookie(c, SESSION);
+    if (token) await deleteSession(deps.db, token);
+    deleteCookie(c, SESSION, { path: '/dashboard' });
+    return c.redirect('/dashboard/sign-in', 303);
+  });
+
+  app.get('/', async (c) => {
+    const [data, health] = await Promise.all([loadOverview(deps.db, user(c), deps.clock.now()), deps.health()]);
+    return page(c, 'Overview', '/dashboard', <OverviewPage user={user(c)} data={data} health={health} />);
+  });
+
+  app.get('/launches', async (c) => {
+    const filter = { status: pick(c.req.query('status'), LAUNCH_STATUSES) as LaunchStatus | undefined, owner: c.req.query('owner')?.slice(0, 100) || undefined, offset: offsetOf(c.req.query('offset')) };
+    const rows = await listLaunchesPage(deps.db, user(c), filter);
+    return page(c, 'Launches', '/dashboard/launches', <LaunchesPage user={user(c)} rows={rows} filter={filter} />);
+  });
+
+  app.get('/launches/:id', async (c) => {
+    const detail = await loadLaunch(deps.db, c.req.param('id'));
+    // Another owner's launch is "not found", as in the API.
+    if (!detail || !canSee(user(c), detail.launch.owner)) throw new NotFoundError(`Launch ${c.req.param('id').slice(0, 80)} not found`);
+    return page(c, detail.launch.id, '/dashboard/launches', <LaunchPage user={user(c)} detail={detail} cluster={deps.explorerCluster} />);
+  });
+
+  app.get('/deliveries', async (c) => {
+    const filter = { status: pick(c.req.query('status'), DELIVERY_STATUSES) as DeliveryStatus | undefined, offset: offsetOf(c.req.query('offset')) };
+    const rows = await listDeliveriesPage(deps.db, user(c), filter);
+    const attempts = await attemptsByDelivery(deps.db, rows.map((r) => r.id));
+    return page(c, 'Deliveries', '/dashboard/deliveries', <DeliveriesPage user={user(c)} rows={rows} attempts={attempts} filter={filter} />);
+  });
+
+  app.post('/deliveries/:id/redeliver', async (c) => {
+    const u = user(c);
+    const original = await getDelivery(deps.db, c.req.param('id'));
+    if (!original || !canSee(u, original.owner)) throw new NotFoundError('Delivery not found');
+    if (!u.isAdmin && !u.scopes.includes('launches:write')) throw new NotFoundError('Redelivery needs the launches:write scope');
+    await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id });
+    deps.signal.notify();
+    return c.redirect(withNotice(backTo(field(c.get('form'), 'back'), '/dashboard/deliveries'), 'redelivered'), 303);
+  });
+
+  app.get('/dead-letters', async (c) => {
+    adminOnly(c);
+    const filter = {
+      kind: pick(c.req.query('kind'), DEAD_LETTER_KINDS),
+      status: pick(c.req.query('status'), DEAD_LETTER_STATUSES),
+      offset: offsetOf(c.req.query('offset')),
+    };
+    const rows = await listDeadLettersPage(deps.db, filter);
+    return page(c, 'Dead letters', '/dashboard/dead-letters', <DeadLettersPage user={user(c)} rows={rows} filter={filter} />);
+  });
+
+  const actions = deps.deadLetters;
+  const findDeadLetter = async (id: string) => {
+    const dl = await getDeadLetter(deps.db, id);
+    if (!dl) throw new NotFoundError(`Dead letter ${id.slice(0, 80)} not found`);
+    return dl;
+  };
+
+  app.post('/dead-letters/retry', async (c) => {
+    adminOnly(c);
+    const form = c.get('form');
+    const ids = ([] as unknown[]).concat(form.ids ?? []).filter((v): v is string => typeof v === 'string').slice(0, 200);
+    if (ids.length === 0) throw new ConflictError('Select at least one dead letter to retry');
+    let retried = 0;
+    const failures: string[] = [];
+    for (const id of ids) {
+      try {
+        await retryDeadLetter(actions, await findDeadLetter(id));
+        retried++;
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        failures.push(error.message);
+      }
+    }
+    if (failures.length > 0 && retried === 0) throw new ConflictError(failures.join(' '));
+    return c.redirect(withNotice(backTo(field(form, 'back'), '/dashboard/dead-letters'), 'retried', retried), 303);
+  });
+
+  app.post('/dead-letters/:id/retry', async (c) => {
+    adminOnly(c);
+    await retryDeadLetter(actions, await findDeadLetter(c.req.param('id')));
+    return c.redirect(withNotice(backTo(field(c.get('form'), 'back'), '/dashboard/dead-letters'), 'retried'), 303);
+  });
+
+  app.post('/dead-letters/:id/resolve', async (c) => {
+    adminOnly(c);
+    await resolveDeadLetter(actions, await findDeadLetter(c.req.param('id')));
+    return c.redirect(withNotice(backTo(field(c.get('form'), 'back'), '/dashboard/dead-letters'), 'resolved'), 303);
+  });
+
+  app.get('/breakers', async (c) => {
+    adminOnly(c);
+    const breakers = await listBreakers(deps.db, deps.breakers.snapshot(), deps.breakerResetTimeoutMs);
+    return page(c, 'Breakers', '/dashboard/breakers', <BreakersPage user={user(c)} breakers={breakers} />);
+  });
+
+  app.post('/breakers/reset', async (c) => {
+    adminOnly(c);
+    const host = field(c.get('form'), 'host') ?? '';
+    if (!(await deps.breakers.reset(host))) throw new NotFoundError(`No breaker for ${host.slice(0, 200)}`);
+    deps.signal.notify();
+    return c.redirect(withNotice('/dashboard/breakers', 'reset'), 303);
+  });
+
+  app.notFound((c) => c.html(<MessagePage title="Not found" message={`No page at ${c.req.path.slice(0, 200)}`} />, 404));
+  app.onError((error, c) => {
+    if (error instanceof NotFoundError) return c.html(<MessagePage title="Not found" message={error.message} />, 404);
+    if (error instanceof DomainError) return c.html(<MessagePage title="Not done" message={error.message} />, 409);
+    deps.logger.error({ err: error, component: 'dashboard' }, 'dashboard page failed');
+    return c.html(<MessagePage title="Error" message="Something went wrong; it has been logged." />, 500);
+  });
+  return app;
+}
