@@ -9,7 +9,7 @@ export interface Series {
 
 const W = 480;
 const H = 170;
-const PAD = { left: 44, right: 8, top: 22, bottom: 22 };
+const PAD = { left: 58, right: 8, top: 22, bottom: 22 };
 
 const nice = (max: number) => {
   if (max <= 0) return 1;
@@ -57,6 +57,7 @@ export const LineChart: FC<{ title: string; unit: string; series: Series[]; minu
       {series.map((s, i) => (
         <g>
           <path d={path(s.values)} fill="none" stroke={s.color} stroke-width="2" />
+          {s.values.map((v, j) => (v !== null && v > 0 ? <circle cx={x(j).toFixed(1)} cy={y(v).toFixed(1)} r="2.5" fill={s.color} /> : ''))}
           <text x={W - PAD.right - 110} y={14 + i * 12} font-size="10" fill={s.color}>
             {`■ ${s.name}`}
           </text>

@@ -97,6 +97,7 @@ export function buildOpenApi(version: string): Json {
       '/api/dead-letters': { get: { summary: 'Dead letters (launch jobs and deliveries)', security: bearer, parameters: [...pageParams, { name: 'kind', in: 'query', schema: { enum: ['launch', 'delivery'] } }, { name: 'status', in: 'query', schema: { enum: ['open', 'retried', 'resolved'] } }], responses: { 200: { description: '{deadLetters, pagination}' }, ...errors(400, 401, 403) } } },
       '/api/dead-letters/{id}/retry': { post: { summary: 'Resume the launch at its failed step, or redeliver the event', security: bearer, parameters: [idParam('id')], responses: { 200: { description: '{deadLetter}' }, ...errors(401, 403, 404, 409) } } },
       '/api/dead-letters/{id}/resolve': { post: { summary: 'Mark reviewed without retrying', security: bearer, parameters: [idParam('id')], responses: { 200: { description: '{deadLetter}' }, ...errors(401, 403, 404, 409) } } },
+      '/dashboard': { get: { summary: 'Operator dashboard (HTML, sign in with an API key; pages below /dashboard, forms with a CSRF token)', responses: { 200: { description: 'text/html' }, 303: { description: 'to /dashboard/sign-in without a session' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics (text format); needs Bearer METRICS_TOKEN when that is set', responses: { 200: { description: 'text/plain; version=0.0.4' }, 401: { description: 'METRICS_TOKEN set and not presented' } } } },
     },
   };
