@@ -14,7 +14,17 @@ export interface LaunchDetail {
   events: Array<{ id: string; sequence: number; event: string; body: string; created_at: number }>;
   deliveries: DeliveryListRow[];
   attempts: Map<string, AttemptRow[]>;
-  watches: Array<Record<string, unknown>> | null;
+  watches: WatchRow[] | null;
+}
+
+interface WatchRow {
+  kind: string;
+  address: string;
+  state: string;
+  last_activity_at: number | null;
+  next_check_at: number;
+  ends_at: number;
+  ended_reason: string | null;
 }
 
 /** A launch with its steps, event log, deliveries with attempts, and watches (when the watcher's table exists). */
@@ -32,7 +42,10 @@ export async function loadLaunch(db: Db, id: string): Promise<LaunchDetail | und
     .orderBy('d.created_at')
     .execute();
   const hasWatches = await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = 'watches'`.execute(db);
-  const watches = Number(hasWatches.rows[0]?.n) > 0 ? (await sql<Record<string, unknown>>`select * from watches where launch_id = ${id}`.execute(db)).rows : null;
+  const watches =
+    Number(hasWatches.rows[0]?.n) > 0
+      ? (await sql<WatchRow>`select kind, address, state, last_activity_at, next_check_at, ends_at, ended_reason from watches where launch_id = ${id} order by created_at`.execute(db)).rows
+      : null;
   return { launch, steps, events, deliveries, attempts: await attemptsByDelivery(db, deliveries.map((d) => d.id)), watches };
 }
 
@@ -120,7 +133,36 @@ export const LaunchPage: FC<{ user: DashboardUser; detail: LaunchDetail; cluster
       {detail.watches !== null && (
         <>
           <h2>Watches</h2>
-          {detail.watches.length === 0 ? <p class="muted">none</p> : <Json value={detail.watches} />}
+          {detail.watches.length === 0 ? (
+            <p class="muted">none</p>
+          ) : (
+            <div class="scroll">
+              <table id="watches">
+                <tr>
+                  <th>Kind</th>
+                  <th>Address</th>
+                  <th>State</th>
+                  <th>Last activity</th>
+                  <th>Next check</th>
+                  <th>Ends</th>
+                </tr>
+                {detail.watches.map((w) => (
+                  <tr>
+                    <td>{w.kind}</td>
+                    <td class="mono">
+                      <a href={explorerUrl(cluster, 'address', w.address)}>{w.address}</a>
+                    </td>
+                    <td>
+                      <Badge value={w.state} /> {w.ended_reason ?? ''}
+                    </td>
+                    <td>{time(w.last_activity_at)}</td>
+                    <td>{w.state === 'active' ? time(w.next_check_at) : '—'}</td>
+                    <td>{time(w.ends_at)}</td>
+                  </tr>
+                ))}
+              </table>
+            </div>
+          )}
         </>
       )}
       <h2>Webhook deliveries</h2>
