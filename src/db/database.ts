@@ -71,7 +71,10 @@ function withStatementCache(sqlite: SqliteDatabase.Database, onClose: () => void
 
 /** Runs every pending migration; throws (stopping the process) when one fails. */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: migrationProvider });
+  // Migration numbers are handed out to parallel branches, so one may land after a higher one has
+  // already run on a data directory; each migration only adds its own objects, so order among
+  // them does not matter and a late lower number still runs.
+  const migrator = new Migrator({ db, provider: migrationProvider, allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {

@@ -42,6 +42,8 @@ export interface LaunchesTable {
   run_after: Generated<number>;
   lease_owner: string | null;
   lease_expires_at: number | null;
+  /** Fencing token: bumped by every claim; writes under a lease name the token they hold. */
+  lease_token: Generated<number>;
   run_count: Generated<number>;
   created_at: number;
   updated_at: number;
@@ -88,6 +90,8 @@ export interface DeliveriesTable {
   next_attempt_at: number;
   lease_owner: string | null;
   lease_expires_at: number | null;
+  /** Fencing token: bumped by every claim; settles name the token they hold. */
+  lease_token: Generated<number>;
   last_error: string | null;
   last_status_code: number | null;
   created_at: number;

@@ -3,26 +3,23 @@ import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 import { insertDeadLetter } from '../deadLetters/store.js';
-import { failStep, updateLeasedLaunchOrThrow } from './runStore.js';
+import { failStep, updateLeasedLaunchOrThrow, type LaunchLease } from './runStore.js';
 
 /**
  * Fails a launch at a step: the step and launch rows, `launch.failed` with `partialResults`, and a
  * dead letter for review, all in one transaction.
  */
 export async function failLaunch(
-  deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; leaseOwner: string },
+  deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; lease: LaunchLease },
   failure: { step: string; code: string; message: string; results: Record<string, unknown> },
 ): Promise<void> {
   const { launch } = deps;
   const error = { code: failure.code, message: failure.message, step: failure.step };
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now();
-    await failStep(trx, { launchId: launch.id, step: failure.step, error, now });
-    await updateLeasedLaunchOrThrow(trx, {
-      launchId: launch.id,
-      owner: deps.leaseOwner,
-      set: { status: 'failed', error: JSON.stringify(error), completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null },
-    });
+    await updateLeasedLaunchOrThrow(trx, deps.lease, { status: 'failed', error: JSON.stringify(error), completed_at: now, updated_at: now });
+    await failStep(trx, deps.lease, { step: failure.step, error, now });
+    await updateLeasedLaunchOrThrow(trx, deps.lease, { lease_owner: null, lease_expires_at: null });
     await recordEvent(trx, deps.clock, {
       launchId: launch.id,
       event: 'launch.failed',

@@ -7,7 +7,7 @@ import { parseJson } from '../lib/json.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
 import { completionData, stepEvents } from './events.js';
-import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchOrThrow } from './runStore.js';
+import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchOrThrow, type LaunchLease } from './runStore.js';
 import { findSteps } from './store.js';
 import { failLaunch } from './failLaunch.js';
 import type { StepRunner } from './stepPort.js';
@@ -28,20 +28,21 @@ export interface LaunchRunDeps {
 
 interface RunArgs extends LaunchRunDeps {
   launch: LaunchRow;
-  leaseOwner: string;
+  /** The fenced lease every write of this run names. */
+  lease: LaunchLease;
   maxStepAttempts: number;
   shouldContinue(): boolean;
 }
 
 /** Runs the remaining steps of a leased launch; each state change commits with its event. */
 export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
-  const { db, clock, launch, leaseOwner } = args;
+  const { db, clock, launch, lease } = args;
   const request = parseJson<Record<string, unknown>>(launch.request, {});
   const results = parseJson<Record<string, unknown>>(launch.results, {});
 
   if (launch.status === 'queued') {
     await db.transaction().execute(async (trx) => {
-      await updateLeasedLaunchOrThrow(trx, { launchId: launch.id, owner: leaseOwner, set: { status: 'processing', started_at: launch.started_at ?? clock.now(), updated_at: clock.now() } });
+      await updateLeasedLaunchOrThrow(trx, lease, { status: 'processing', started_at: launch.started_at ?? clock.now(), updated_at: clock.now() });
       await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.processing', requestId: launch.request_id, data: { status: 'processing' } });
     });
     args.signal.notify();
@@ -51,7 +52,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
   for (const [index, step] of steps.entries()) {
     if (step.status === 'complete' || step.status === 'skipped') continue;
     if (!args.shouldContinue()) return { kind: 'paused' };
-    const attempt = await startStep(db, { launchId: launch.id, step: step.name, now: clock.now() });
+    const attempt = await startStep(db, lease, { step: step.name, now: clock.now() });
     const pending = parseJson<Record<string, PendingTx>>(step.pending_tx, {});
     const logger = args.logger.child({ step: step.name, attempt });
     let output: StepOutcome;
@@ -65,14 +66,14 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
         logger,
         async recordPending(label, tx) {
           pending[label] = tx;
-          await savePendingTx(db, { launchId: launch.id, step: step.name, pending });
+          await savePendingTx(db, lease, { step: step.name, pending });
         },
       });
     } catch (error) {
       const failure = classifyFailure(error);
       logger.warn({ err: error, code: failure.code, retriable: failure.retriable }, 'step failed');
       if (failure.retriable && attempt < args.maxStepAttempts) {
-        await deferStep(db, { launchId: launch.id, step: step.name, error: { code: failure.code, message: failure.message, attempt } });
+        await deferStep(db, lease, { step: step.name, error: { code: failure.code, message: failure.message, attempt } });
         return { kind: 'retry', attempt };
       }
       await failLaunch(args, { step: step.name, code: failure.code, message: failure.message, results });
@@ -81,8 +82,8 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     Object.assign(results, output.result);
     await db.transaction().execute(async (trx) => {
       const now = clock.now();
-      await completeStep(trx, { launchId: launch.id, step: step.name, result: output.result, transactions: output.transactions, now });
-      await updateLeasedLaunchOrThrow(trx, { launchId: launch.id, owner: leaseOwner, set: { results: JSON.stringify(results), updated_at: now } });
+      await completeStep(trx, lease, { step: step.name, result: output.result, transactions: output.transactions, now });
+      await updateLeasedLaunchOrThrow(trx, lease, { results: JSON.stringify(results), updated_at: now });
       for (const event of stepEvents(step.name, index, steps.length, output)) {
         await recordEvent(trx, clock, { launchId: launch.id, event: event.event, requestId: launch.request_id, data: event.data });
       }
@@ -102,11 +103,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
   }
   await db.transaction().execute(async (trx) => {
     const now = clock.now();
-    await updateLeasedLaunchOrThrow(trx, {
-      launchId: launch.id,
-      owner: leaseOwner,
-      set: { status: 'complete', completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null },
-    });
+    await updateLeasedLaunchOrThrow(trx, lease, { status: 'complete', completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null });
     await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.complete', requestId: launch.request_id, data: completionData(results, transactions) });
   });
   args.signal.notify();

@@ -1,15 +1,47 @@
-import { sql } from 'kysely';
-import type { DbOrTx } from '../db/database.js';
-import type { LaunchRow } from '../db/schema.js';
+import { sql, type ExpressionBuilder } from 'kysely';
+import type { Db, DbOrTx } from '../db/database.js';
+import type { Database, LaunchRow } from '../db/schema.js';
 
 /**
- * Claims the oldest runnable launch with a lease in one statement: queued or processing, due,
- * and not leased (or its lease expired, i.e. its runner died).
+ * A runner's hold on a launch: who claimed it and the fencing token of that claim. Every write
+ * made under the lease names both, so after another claim (the lease expired during a stall or
+ * a clock jump) the earlier holder's writes match no row and it stops (SPEC §3, §12).
  */
-export async function claimLaunch(db: DbOrTx, args: { owner: string; now: number; leaseMs: number }): Promise<LaunchRow | undefined> {
+export interface LaunchLease {
+  launchId: string;
+  owner: string;
+  token: number;
+}
+
+/** The lease of a claimed launch row. */
+export function leaseOf(launch: Pick<LaunchRow, 'id' | 'lease_owner' | 'lease_token'>): LaunchLease {
+  if (launch.lease_owner === null) throw new Error(`launch ${launch.id} is not leased`);
+  return { launchId: launch.id, owner: launch.lease_owner, token: launch.lease_token };
+}
+
+/** Another claim took this launch over; whatever the holder was writing is void. */
+export class LeaseLostError extends Error {
+  constructor(launchId: string) {
+    super(`lease on launch ${launchId} was lost`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/**
+ * Claims the oldest runnable launch with a lease in one statement: queued or processing, due, not
+ * leased (or its lease expired, i.e. its runner died or stalled), and not one this process already
+ * runs (`running`). The claim bumps the fencing token. `now` comes from the lease clock.
+ */
+export async function claimLaunch(db: DbOrTx, args: { owner: string; now: number; leaseMs: number; running?: readonly string[] }): Promise<LaunchRow | undefined> {
+  const running = args.running ?? [];
   return db
     .updateTable('launches')
-    .set((eb) => ({ lease_owner: args.owner, lease_expires_at: args.now + args.leaseMs, run_count: eb('run_count', '+', 1) }))
+    .set((eb) => ({
+      lease_owner: args.owner,
+      lease_expires_at: args.now + args.leaseMs,
+      lease_token: eb('lease_token', '+', 1),
+      run_count: eb('run_count', '+', 1),
+    }))
     .where('id', '=', (eb) =>
       eb
         .selectFrom('launches')
@@ -17,6 +49,7 @@ export async function claimLaunch(db: DbOrTx, args: { owner: string; now: number
         .where('status', 'in', ['queued', 'processing'])
         .where('run_after', '<=', args.now)
         .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', args.now)]))
+        .$if(running.length > 0, (q) => q.where('id', 'not in', running))
         .orderBy('run_after', 'asc')
         .orderBy('created_at', 'asc')
         .limit(1),
@@ -25,98 +58,131 @@ export async function claimLaunch(db: DbOrTx, args: { owner: string; now: number
     .executeTakeFirst();
 }
 
+/** The lease condition on the launch row itself. */
+function holds(lease: LaunchLease) {
+  return (eb: ExpressionBuilder<Database, 'launches'>) =>
+    eb.and([eb('launches.id', '=', lease.launchId), eb('launches.lease_owner', '=', lease.owner), eb('launches.lease_token', '=', lease.token)]);
+}
+
+/** The lease condition for a write to one of the launch's steps. */
+function stepUnderLease(lease: LaunchLease, step: string) {
+  return (eb: ExpressionBuilder<Database, 'launch_steps'>) =>
+    eb.and([
+      eb('launch_steps.launch_id', '=', lease.launchId),
+      eb('launch_steps.name', '=', step),
+      eb.exists(
+        eb
+          .selectFrom('launches')
+          .select(sql<number>`1`.as('one'))
+          .where('launches.id', '=', lease.launchId)
+          .where('launches.lease_owner', '=', lease.owner)
+          .where('launches.lease_token', '=', lease.token),
+      ),
+    ]);
+}
+
+const changed = (result: { numUpdatedRows: bigint }) => result.numUpdatedRows > 0n;
+
+function orThrow(lease: LaunchLease, held: boolean): void {
+  if (!held) throw new LeaseLostError(lease.launchId);
+}
+
 /** Extends a lease this runner holds; false when it lost the lease. */
-export async function extendLease(db: DbOrTx, args: { launchId: string; owner: string; until: number }): Promise<boolean> {
-  const result = await db
-    .updateTable('launches')
-    .set({ lease_expires_at: args.until })
-    .where('id', '=', args.launchId)
-    .where('lease_owner', '=', args.owner)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+export async function extendLease(db: DbOrTx, lease: LaunchLease, until: number): Promise<boolean> {
+  return changed(await db.updateTable('launches').set({ lease_expires_at: until }).where(holds(lease)).executeTakeFirst());
 }
 
-/** Gives a launch back: no lease, next run not before `runAfter`. */
-export async function releaseLaunch(db: DbOrTx, args: { launchId: string; owner: string; runAfter: number; now: number }): Promise<void> {
-  await db
-    .updateTable('launches')
-    .set({ lease_owner: null, lease_expires_at: null, run_after: args.runAfter, updated_at: args.now })
-    .where('id', '=', args.launchId)
-    .where('lease_owner', '=', args.owner)
-    .execute();
+/** Gives a launch back: no lease, next run not before `runAfter`. False when the lease was lost already. */
+export async function releaseLaunch(db: DbOrTx, lease: LaunchLease, args: { runAfter: number; now: number }): Promise<boolean> {
+  return changed(
+    await db
+      .updateTable('launches')
+      .set({ lease_owner: null, lease_expires_at: null, run_after: args.runAfter, updated_at: args.now })
+      .where(holds(lease))
+      .executeTakeFirst(),
+  );
 }
 
-/** Marks the step running and counts the attempt. */
-export async function startStep(db: DbOrTx, args: { launchId: string; step: string; now: number }): Promise<number> {
+/** Marks the step running and counts the attempt; throws {@link LeaseLostError} without the lease. */
+export async function startStep(db: DbOrTx, lease: LaunchLease, args: { step: string; now: number }): Promise<number> {
   const row = await db
     .updateTable('launch_steps')
     .set((eb) => ({ status: 'running' as const, attempts: eb('attempts', '+', 1), started_at: sql<number>`coalesce(started_at, ${args.now})` }))
-    .where('launch_id', '=', args.launchId)
-    .where('name', '=', args.step)
+    .where(stepUnderLease(lease, args.step))
     .returning('attempts')
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (!row) throw new LeaseLostError(lease.launchId);
   return row.attempts;
 }
 
-/** Persists the step's signed transactions before they are sent (SPEC §3). */
-export async function savePendingTx(db: DbOrTx, args: { launchId: string; step: string; pending: Record<string, unknown> }): Promise<void> {
-  await db
-    .updateTable('launch_steps')
-    .set({ pending_tx: JSON.stringify(args.pending) })
-    .where('launch_id', '=', args.launchId)
-    .where('name', '=', args.step)
-    .execute();
+/**
+ * Persists the step's signed transactions before they are sent (SPEC §3). This one write commits
+ * with `synchronous = FULL`: under the service's usual NORMAL, a power loss right after the commit
+ * could forget it, and a sent transaction the database forgot could be signed and sent again. The
+ * connection is held for the three statements so no other write runs at FULL or this one at NORMAL.
+ */
+export async function savePendingTx(db: Db, lease: LaunchLease, args: { step: string; pending: Record<string, unknown> }): Promise<void> {
+  const held = await db.connection().execute(async (conn) => {
+    await sql`pragma synchronous = FULL`.execute(conn);
+    try {
+      return changed(
+        await conn
+          .updateTable('launch_steps')
+          .set({ pending_tx: JSON.stringify(args.pending) })
+          .where(stepUnderLease(lease, args.step))
+          .executeTakeFirst(),
+      );
+    } finally {
+      await sql`pragma synchronous = NORMAL`.execute(conn);
+    }
+  });
+  orThrow(lease, held);
 }
 
+/** Records the step's result and signatures; throws {@link LeaseLostError} without the lease. */
 export async function completeStep(
   db: DbOrTx,
-  args: { launchId: string; step: string; result: unknown; transactions: unknown; now: number },
+  lease: LaunchLease,
+  args: { step: string; result: unknown; transactions: unknown; now: number },
 ): Promise<void> {
-  await db
+  const result = await db
     .updateTable('launch_steps')
     .set({ status: 'complete', result: JSON.stringify(args.result), transactions: JSON.stringify(args.transactions), error: null, completed_at: args.now })
-    .where('launch_id', '=', args.launchId)
-    .where('name', '=', args.step)
-    .execute();
+    .where(stepUnderLease(lease, args.step))
+    .executeTakeFirst();
+  orThrow(lease, changed(result));
 }
 
 /** Records a retriable step failure: back to pending with the last error. */
-export async function deferStep(db: DbOrTx, args: { launchId: string; step: string; error: unknown }): Promise<void> {
-  await db
+export async function deferStep(db: DbOrTx, lease: LaunchLease, args: { step: string; error: unknown }): Promise<void> {
+  const result = await db
     .updateTable('launch_steps')
     .set({ status: 'pending', error: JSON.stringify(args.error) })
-    .where('launch_id', '=', args.launchId)
-    .where('name', '=', args.step)
-    .execute();
+    .where(stepUnderLease(lease, args.step))
+    .executeTakeFirst();
+  orThrow(lease, changed(result));
 }
 
-export async function failStep(db: DbOrTx, args: { launchId: string; step: string; error: unknown; now: number }): Promise<void> {
+/** Marks the step failed. The `finalize` pseudo-step has no row; only real steps must match. */
+export async function failStep(db: DbOrTx, lease: LaunchLease, args: { step: string; error: unknown; now: number }): Promise<void> {
   await db
     .updateTable('launch_steps')
     .set({ status: 'failed', error: JSON.stringify(args.error), completed_at: args.now })
-    .where('launch_id', '=', args.launchId)
-    .where('name', '=', args.step)
+    .where(stepUnderLease(lease, args.step))
     .execute();
 }
 
-/** Another runner took this launch over (our lease expired); whatever we were committing is void. */
-export class LeaseLostError extends Error {
-  constructor(launchId: string) {
-    super(`lease on launch ${launchId} was lost`);
-    this.name = 'LeaseLostError';
-  }
-}
+type LeasedLaunchFields = Partial<Pick<LaunchRow, 'status' | 'results' | 'error' | 'started_at' | 'completed_at' | 'updated_at'>> & {
+  lease_owner?: null;
+  lease_expires_at?: null;
+};
 
 /** Updates the launch row while this runner holds its lease; throws {@link LeaseLostError} otherwise. */
-export async function updateLeasedLaunchOrThrow(db: DbOrTx, args: Parameters<typeof updateLeasedLaunch>[1]): Promise<void> {
-  if (!(await updateLeasedLaunch(db, args))) throw new LeaseLostError(args.launchId);
+export async function updateLeasedLaunchOrThrow(db: DbOrTx, lease: LaunchLease, set: LeasedLaunchFields): Promise<void> {
+  orThrow(lease, await updateLeasedLaunch(db, lease, set));
 }
 
 /** Updates the launch row only while this runner holds its lease. */
-export async function updateLeasedLaunch(
-  db: DbOrTx,
-  args: { launchId: string; owner: string; set: Partial<Pick<LaunchRow, 'status' | 'results' | 'error' | 'started_at' | 'completed_at' | 'updated_at'>> & { lease_owner?: null; lease_expires_at?: null } },
-): Promise<boolean> {
-  const result = await db.updateTable('launches').set(args.set).where('id', '=', args.launchId).where('lease_owner', '=', args.owner).executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+export async function updateLeasedLaunch(db: DbOrTx, lease: LaunchLease, set: LeasedLaunchFields): Promise<boolean> {
+  return changed(await db.updateTable('launches').set(set).where(holds(lease)).executeTakeFirst());
 }

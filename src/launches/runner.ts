@@ -1,8 +1,10 @@
 import type { LaunchRow } from '../db/schema.js';
+import { monotonicClock, type Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
+import { createPollLoop, type PollLoop } from '../lib/pollLoop.js';
 import { backoffMs } from '../lib/retry.js';
 import { classifyFailure } from './failure.js';
-import { claimLaunch, extendLease, LeaseLostError, releaseLaunch } from './runStore.js';
+import { claimLaunch, extendLease, leaseOf, LeaseLostError, releaseLaunch, type LaunchLease } from './runStore.js';
 import { runLaunchSteps, type LaunchRunDeps } from './runLaunch.js';
 
 export interface LaunchRunnerOptions extends LaunchRunDeps {
@@ -15,18 +17,28 @@ export interface LaunchRunnerOptions extends LaunchRunDeps {
 }
 
 /**
- * Claims launches with leases and runs their steps in order. A crash leaves the lease to expire;
- * the next runner resumes at the exact step, whose recorded transactions make the resume safe.
+ * Claims launches with fenced leases and runs their steps in order. A crash leaves the lease to
+ * expire; the next runner resumes at the exact step, whose recorded transactions make the resume
+ * safe. A runner never claims a launch it is running itself, and a run whose lease was taken over
+ * (it stalled longer than the lease) fails its next write and stops.
  */
 export class LaunchRunner {
   readonly id = newId('runner', 6);
-  private readonly inFlight = new Set<Promise<void>>();
-  private running = false;
+  private readonly running = new Set<string>();
+  private readonly loop: PollLoop;
+  /** Lease times: the injected clock, never going backwards. */
+  private readonly leaseClock: Clock;
   private stopping = false;
-  private wakeUp: (() => void) | undefined;
-  private loop: Promise<void> | undefined;
 
-  constructor(private readonly options: LaunchRunnerOptions) {}
+  constructor(private readonly options: LaunchRunnerOptions) {
+    this.leaseClock = monotonicClock(options.clock);
+    this.loop = createPollLoop({
+      logger: options.logger,
+      what: 'claiming launches',
+      intervalMs: options.pollIntervalMs ?? 1000,
+      turn: () => this.turn(),
+    });
+  }
 
   private get concurrency() {
     return this.options.concurrency ?? 2;
@@ -36,76 +48,60 @@ export class LaunchRunner {
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
     this.stopping = false;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Wakes the loop at once (a launch was queued or retried). */
   wake(): void {
-    this.wakeUp?.();
+    this.loop.wake();
   }
 
   /** Stops claiming, waits for in-flight launches to reach a step boundary and release their leases. */
   async stop(): Promise<void> {
-    this.running = false;
     this.stopping = true;
-    this.wake();
-    await this.loop;
-    await Promise.allSettled([...this.inFlight]);
+    await this.loop.stop();
   }
 
   /** Claims and runs launches until none is due; for tests and scripts. */
   async drain(): Promise<number> {
     let count = 0;
     for (;;) {
-      const launch = await claimLaunch(this.options.db, { owner: this.id, now: this.options.clock.now(), leaseMs: this.leaseMs });
+      const launch = await this.claim();
       if (!launch) return count;
       await this.process(launch);
       count += 1;
     }
   }
 
-  private async run(): Promise<void> {
-    while (this.running) {
-      let claimed = false;
-      try {
-        while (this.running && this.inFlight.size < this.concurrency) {
-          const launch = await claimLaunch(this.options.db, { owner: this.id, now: this.options.clock.now(), leaseMs: this.leaseMs });
-          if (!launch) break;
-          claimed = true;
-          const task = this.process(launch).finally(() => {
-            this.inFlight.delete(task);
-            this.wake();
-          });
-          this.inFlight.add(task);
-        }
-      } catch (error) {
-        this.options.logger.error({ err: error }, 'launch claim failed');
-      }
-      if (!claimed || this.inFlight.size >= this.concurrency) await this.sleep(this.options.pollIntervalMs ?? 1000);
-    }
+  /** Launches this runner is running now. */
+  inFlight(): number {
+    return this.running.size;
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeUp = done;
-    });
+  private claim(): Promise<LaunchRow | undefined> {
+    return claimLaunch(this.options.db, { owner: this.id, now: this.leaseClock.now(), leaseMs: this.leaseMs, running: [...this.running] });
+  }
+
+  /** Claims up to the free slots; turns again at once while it finds work and has room. */
+  private async turn(): Promise<boolean> {
+    while (this.loop.isRunning() && this.running.size < this.concurrency) {
+      const launch = await this.claim();
+      if (!launch) return false;
+      this.loop.track(this.process(launch));
+    }
+    return false;
   }
 
   /** Runs one claimed launch with a heartbeat on its lease; never throws. */
   private async process(launch: LaunchRow): Promise<void> {
-    const { db, clock } = this.options;
-    const logger = this.options.logger.child({ component: 'runner', launchId: launch.id });
+    const { db } = this.options;
+    const lease = leaseOf(launch);
+    const logger = this.options.logger.child({ component: 'runner', launchId: launch.id, leaseToken: lease.token });
+    this.running.add(launch.id);
     let leaseLost = false;
     const heartbeat = setInterval(() => {
-      extendLease(db, { launchId: launch.id, owner: this.id, until: clock.now() + this.leaseMs })
+      extendLease(db, lease, this.leaseClock.now() + this.leaseMs)
         .then((held) => (leaseLost ||= !held))
         .catch((error: unknown) => logger.warn({ err: error }, 'lease heartbeat failed'));
     }, Math.max(1000, Math.floor(this.leaseMs / 3)));
@@ -115,26 +111,32 @@ export class LaunchRunner {
         ...this.options,
         logger,
         launch,
-        leaseOwner: this.id,
+        lease,
         shouldContinue: () => !this.stopping && !leaseLost,
         maxStepAttempts: this.options.maxStepAttempts ?? 3,
       });
       if (outcome.kind === 'retry') {
         const delay = (this.options.backoff ?? ((n: number) => backoffMs(n)))(outcome.attempt);
-        await releaseLaunch(db, { launchId: launch.id, owner: this.id, runAfter: clock.now() + delay, now: clock.now() });
+        await this.release(lease, delay);
       } else if (outcome.kind === 'paused') {
-        await releaseLaunch(db, { launchId: launch.id, owner: this.id, runAfter: clock.now(), now: clock.now() });
+        await this.release(lease, 0);
       }
     } catch (error) {
       if (error instanceof LeaseLostError) {
-        logger.warn('lease lost to another runner; leaving the launch to it');
+        logger.warn('lease lost to a newer claim; leaving the launch to it');
         return;
       }
       // A failure outside a step (the database, a bug): release so another pass retries.
       logger.error({ err: error, failure: classifyFailure(error) }, 'launch run failed outside a step');
-      await releaseLaunch(db, { launchId: launch.id, owner: this.id, runAfter: clock.now() + 5000, now: clock.now() }).catch(() => undefined);
+      await this.release(lease, 5000).catch(() => undefined);
     } finally {
       clearInterval(heartbeat);
+      this.running.delete(launch.id);
     }
+  }
+
+  private async release(lease: LaunchLease, delayMs: number): Promise<void> {
+    const now = this.leaseClock.now();
+    await releaseLaunch(this.options.db, lease, { runAfter: now + delayMs, now });
   }
 }

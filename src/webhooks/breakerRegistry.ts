@@ -22,7 +22,7 @@ export interface BreakerSnapshotEntry {
 
 /** One breaker per endpoint host (SPEC §4.4). */
 export interface BreakerRegistry {
-  /** Restores persisted breakers (once; later calls return the same promise). */
+  /** Restores persisted breakers (once it succeeds; a failed load is tried again by the next call). */
   load(): Promise<void>;
   /** Moves open breakers whose reset timeout has elapsed (by the injected clock) to half-open. */
   refresh(): Promise<void>;
@@ -110,9 +110,16 @@ export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logg
 
   const registry: BreakerRegistry = {
     load() {
-      loading ??= loadBreakerStates(deps.db).then((saved) => {
-        for (const [host, s] of saved) if (!states.has(host)) states.set(host, s);
-      });
+      loading ??= loadBreakerStates(deps.db).then(
+        (saved) => {
+          for (const [host, s] of saved) if (!states.has(host)) states.set(host, s);
+        },
+        (error: unknown) => {
+          // Not cached: the next claim tries again instead of delivering nothing until a restart.
+          loading = undefined;
+          throw error;
+        },
+      );
       return loading;
     },
     async refresh() {

@@ -1,18 +1,20 @@
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Db } from '../db/database.js';
 import type { DeliveryRow } from '../db/schema.js';
-import type { Clock } from '../lib/clock.js';
+import { monotonicClock, type Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
+import { createPollLoop } from '../lib/pollLoop.js';
 import type { Logger } from '../lib/logger.js';
 import type { BreakerRegistry } from './breakerRegistry.js';
 import type { AttemptOutcome, WebhookHttpClient } from './httpClient.js';
 import type { OutboxSignal } from './outbox.js';
+import { maxAttempts } from './schedule.js';
 import { createSettleBatcher } from './settleBatcher.js';
 import { buildDeliveryHeaders } from './signature.js';
 import { claimDueDeliveries } from './sql/claimDeliveries.js';
+import { failSpentDeliveries } from './sql/failSpentDeliveries.js';
 import { loadDeliveryContext } from './sql/deliveryQueries.js';
 import { releaseClaim } from './sql/settleDeliveries.js';
-import { createWakeableSleep } from './wakeableSleep.js';
 
 export interface DispatcherOptions {
   retrySchedule: readonly number[];
@@ -46,16 +48,26 @@ export interface Dispatcher extends OutboxSignal {
   inFlight(): number;
 }
 
-const MAX_ERROR_BACKOFF_MS = 30_000;
-
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
-  const { db, clock, breakers, options } = deps;
+  const { db, breakers, options } = deps;
+  // Lease times (claims, settles) never go backwards; see monotonicClock.
+  const clock = monotonicClock(deps.clock);
   const id = newId('dsp', 8);
   const log = deps.logger.child({ component: 'webhook-dispatcher', dispatcherId: id });
+  /** Deliveries being attempted now, by id: never claimed again by this dispatcher meanwhile. */
+  const running = new Set<string>();
   const tasks = new Set<Promise<void>>();
-  const sleeper = createWakeableSleep();
-  let running = false;
-  let loopDone: Promise<void> | undefined;
+  const attempts = maxAttempts(options.retrySchedule);
+  const poll = createPollLoop({
+    logger: log,
+    what: 'claiming webhook deliveries',
+    intervalMs: options.pollIntervalMs,
+    // The loop does not await the attempts: their completion wakes it through `track`.
+    turn: async () => (void (await claimBatch()), false),
+    // Let the completions and commits of this turn of the event loop arrive first, so one claim
+    // serves all the slots they freed instead of one claim per finished attempt.
+    afterSleep: () => new Promise<void>((resolve) => setImmediate(resolve)),
+  });
 
   const free = () => options.maxInFlight - tasks.size;
   const settler = createSettleBatcher(db);
@@ -64,7 +76,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const alog = log.child({ deliveryId: row.id, launchId: row.launch_id, eventId: row.event_id, host: row.host, attempt: row.attempt_count });
     if (!trial && !breakers.admits(row.host)) {
       // The breaker opened after the claim: give the delivery back without spending an attempt.
-      await releaseClaim(db, row.id, id, clock.now());
+      await releaseClaim(db, { id: row.id, owner: id, token: row.lease_token }, clock.now());
       return;
     }
     const ctx = await loadDeliveryContext(db, row.id);
@@ -99,57 +111,41 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function launch(row: DeliveryRow, trial: boolean): Promise<void> {
+    running.add(row.id);
     const task = attempt(row, trial)
       .catch((error: unknown) => {
-        // The lease stays and expires, so the delivery is reclaimed later: nothing is lost.
+        // The lease stays and expires; the delivery is claimed again, or failed once its attempts are spent.
         log.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be settled');
       })
       .finally(() => {
         if (trial) breakers.cancelTrial(row.host);
+        running.delete(row.id);
         tasks.delete(task);
-        sleeper.wake(); // a slot is free: claim more without waiting for the poll
       });
     tasks.add(task);
+    poll.track(task); // its end wakes the loop: a slot is free, claim more without waiting for the poll
     return task;
   }
 
   async function claimBatch(): Promise<Promise<void>[]> {
     await breakers.load();
     await breakers.refresh();
+    const spent = await failSpentDeliveries(db, { now: clock.now(), maxAttempts: attempts, running: [...running] });
+    for (const s of spent) log.warn({ deliveryId: s.id, attempts: s.attempts }, 'webhook delivery failed: its last attempt was never settled');
     const started: Promise<void>[] = [];
-    const base = { owner: id, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost };
+    const base = { owner: id, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, maxAttempts: attempts };
     for (const host of breakers.trialHosts()) {
       if (free() <= 0 || !breakers.beginTrial(host)) continue;
-      const [row] = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: 1, excludeHosts: [], onlyHost: host }).catch((e: unknown) => {
+      const [row] = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: 1, excludeHosts: [], onlyHost: host, running: [...running] }).catch((e: unknown) => {
         breakers.cancelTrial(host);
         throw e;
       });
       if (row) started.push(launch(row, true));
       else breakers.cancelTrial(host);
     }
-    const rows = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: free(), excludeHosts: breakers.blockedHosts() });
+    const rows = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: free(), excludeHosts: breakers.blockedHosts(), running: [...running] });
     for (const row of rows) started.push(launch(row, false));
     return started;
-  }
-
-  async function loop(): Promise<void> {
-    let errors = 0;
-    while (running) {
-      try {
-        // The loop does not await the attempts: their completion wakes it through `launch`.
-        void (await claimBatch());
-        errors = 0;
-      } catch (error) {
-        errors += 1;
-        log.error({ err: error }, 'claiming webhook deliveries failed');
-      }
-      if (!running) break;
-      // Back off on repeated errors so a broken database never becomes a hot loop.
-      await sleeper.sleep(errors > 0 ? Math.min(MAX_ERROR_BACKOFF_MS, options.pollIntervalMs * 2 ** errors) : options.pollIntervalMs);
-      // Let the completions and commits of this turn of the event loop arrive first, so one claim
-      // serves all the slots they freed instead of one claim per finished attempt.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
   }
 
   async function runOnce(): Promise<number> {
@@ -161,7 +157,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   return {
     id,
     notify() {
-      sleeper.wake();
+      poll.wake();
     },
     runOnce,
     async drain() {
@@ -173,15 +169,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       throw new Error('drain did not finish');
     },
     start() {
-      if (running) return;
-      running = true;
-      loopDone = loop();
+      poll.start();
     },
     async stop() {
-      running = false;
-      sleeper.wake();
-      await loopDone;
-      await Promise.allSettled([...tasks]);
+      await poll.stop();
     },
     inFlight() {
       return tasks.size;

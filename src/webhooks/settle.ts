@@ -9,7 +9,7 @@ import { markDelivered, markFailed, scheduleRetry } from './sql/settleDeliveries
 export type SettleResult = 'delivered' | 'retrying' | 'failed' | 'lease_lost';
 
 export interface SettleInput {
-  delivery: Pick<DeliveryRow, 'id' | 'launch_id' | 'event_id' | 'attempt_count'>;
+  delivery: Pick<DeliveryRow, 'id' | 'launch_id' | 'event_id' | 'attempt_count' | 'lease_token'>;
   owner: string;
   launchOwner: string;
   outcome: AttemptOutcome;
@@ -19,8 +19,8 @@ export interface SettleInput {
 }
 
 /**
- * Settles one attempt in one transaction: the delivery's new state (only while we still hold its
- * lease), the attempt log row, and — after the last failure — the dead letter.
+ * Settles one attempt in one transaction: the delivery's new state (only while this exact claim —
+ * owner and fencing token — still holds it), the attempt log row, and — after the last failure — the dead letter.
  */
 export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleResult> {
   return db.transaction().execute((trx) => settleAttemptIn(trx, input));
@@ -30,7 +30,7 @@ export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleR
 export async function settleAttemptIn(trx: Tx, input: SettleInput): Promise<SettleResult> {
   const { delivery, outcome, now } = input;
   const attempt = delivery.attempt_count;
-  const args = { id: delivery.id, owner: input.owner, now, statusCode: outcome.statusCode, error: outcome.errorMessage };
+  const args = { id: delivery.id, owner: input.owner, token: delivery.lease_token, now, statusCode: outcome.statusCode, error: outcome.errorMessage };
   {
     let result: SettleResult;
     if (outcome.ok) {
@@ -55,7 +55,7 @@ export async function settleAttemptIn(trx: Tx, input: SettleInput): Promise<Sett
         result = 'lease_lost';
       }
     }
-    // Another dispatcher reclaimed the lease: it owns the delivery and its log now.
+    // A newer claim holds the delivery: it owns the delivery and its log now.
     if (result === 'lease_lost') return result;
     await insertAttempt(trx, {
       delivery_id: delivery.id,

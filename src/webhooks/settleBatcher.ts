@@ -15,8 +15,10 @@ interface Queued {
 /**
  * Attempts that finish in the same turn of the event loop are settled in one transaction: each
  * keeps its own writes and lease check, but they share one commit, which is most of the cost of a
- * settle. When the transaction fails every attempt in it stays leased and unsettled, exactly as
- * if each had failed alone: its lease expires and the delivery is claimed again.
+ * settle. When that transaction fails, each attempt of the batch is settled again in a transaction
+ * of its own, so one poisoned item fails alone and its neighbours keep their state and attempt
+ * log. An item that fails alone stays leased and unsettled: its lease expires and the delivery is
+ * claimed again, or failed and dead-lettered if that was its last attempt.
  */
 export function createSettleBatcher(db: Db, maxBatch = 64): SettleBatcher {
   const queue: Queued[] = [];
@@ -34,7 +36,17 @@ export function createSettleBatcher(db: Db, maxBatch = 64): SettleBatcher {
       });
       batch.forEach((item, i) => item.resolve(results[i] ?? 'lease_lost'));
     } catch (error) {
-      for (const item of batch) item.reject(error);
+      if (batch.length === 1) {
+        batch[0]?.reject(error);
+        return;
+      }
+      for (const item of batch) {
+        try {
+          item.resolve(await db.transaction().execute((trx) => settleAttemptIn(trx, item.input)));
+        } catch (alone) {
+          item.reject(alone);
+        }
+      }
     }
   }
 

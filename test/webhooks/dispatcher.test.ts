@@ -103,7 +103,7 @@ describe('leases', () => {
     await tdb.close();
   });
   const claim = (owner: string, extra: Partial<Parameters<typeof claimDueDeliveries>[1]> = {}) =>
-    claimDueDeliveries(tdb.db, { owner, now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [], ...extra });
+    claimDueDeliveries(tdb.db, { owner, now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [], maxAttempts: 5, ...extra });
   const ok = { ok: true, statusCode: 200, durationMs: 1, responseBody: '', errorClass: null, errorMessage: null };
 
   it('reclaims an expired lease, and only the current lease holder can settle', async () => {

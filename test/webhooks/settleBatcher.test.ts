@@ -15,7 +15,7 @@ describe('settling attempts in shared transactions', () => {
   afterEach(async () => tdb.close());
 
   const ok = { ok: true, statusCode: 200, durationMs: 1, responseBody: '', errorClass: null, errorMessage: null };
-  const claimAll = () => claimDueDeliveries(tdb.db, { owner: 'A', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [] });
+  const claimAll = () => claimDueDeliveries(tdb.db, { owner: 'A', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [], maxAttempts: 5 });
   const input = (row: Awaited<ReturnType<typeof claimAll>>[number]) => ({ delivery: row, owner: 'A', launchOwner: 'acme', outcome: ok, startedAt: clock.now(), now: clock.now(), schedule: [0, 30_000] });
 
   it('settles attempts finished together, each with its state and attempt log', async () => {
@@ -28,18 +28,23 @@ describe('settling attempts in shared transactions', () => {
     expect(await tdb.db.selectFrom('delivery_attempts').selectAll().execute()).toHaveLength(3);
   });
 
-  it('leaves every attempt of a failed batch leased and unsettled, to be claimed again when the lease expires', async () => {
+  it('settles the neighbours of a poisoned item: only the item whose writes fail stays leased, to be claimed again', async () => {
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box }), 3);
     const rows = await claimAll();
     // Make the attempt-log insert of one delivery fail inside the shared transaction.
     await sql.raw(`create trigger refuse before insert on delivery_attempts when new.delivery_id = '${rows[1]!.id}' begin select raise(abort, 'disk full'); end`).execute(tdb.db);
     const batcher = createSettleBatcher(tdb.db);
     const results = await Promise.allSettled(rows.map((row) => batcher.settle(input(row))));
-    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
-    const after = await tdb.db.selectFrom('deliveries').select(['status', 'lease_owner']).execute();
-    expect(after).toEqual(Array(3).fill({ status: 'pending', lease_owner: 'A' }));
-    expect(await tdb.db.selectFrom('delivery_attempts').selectAll().execute()).toHaveLength(0);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const after = await tdb.db.selectFrom('deliveries').select(['id', 'status', 'lease_owner']).execute();
+    const byId = new Map(after.map((r) => [r.id, r]));
+    expect(byId.get(rows[0]!.id)).toMatchObject({ status: 'delivered', lease_owner: null });
+    expect(byId.get(rows[1]!.id)).toMatchObject({ status: 'pending', lease_owner: 'A' });
+    expect(byId.get(rows[2]!.id)).toMatchObject({ status: 'delivered', lease_owner: null });
+    const logged = await tdb.db.selectFrom('delivery_attempts').select('delivery_id').execute();
+    expect(logged.map((r) => r.delivery_id).sort()).toEqual([rows[0]!.id, rows[2]!.id].sort());
     clock.advance(60_000);
-    expect(await claimDueDeliveries(tdb.db, { owner: 'B', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [] })).toHaveLength(3);
+    const again = await claimDueDeliveries(tdb.db, { owner: 'B', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [], maxAttempts: 5 });
+    expect(again.map((r) => r.id)).toEqual([rows[1]!.id]);
   });
 });

@@ -2,6 +2,7 @@ import type { Migration, MigrationProvider } from 'kysely';
 import * as m001 from './001_initial.js';
 import * as m003 from './003_chain.js';
 import * as m004 from './004_delivery_claim_indexes.js';
+import * as m005 from './005_fencing.js';
 import * as m008 from './008_watcher.js';
 import * as m009 from './009_dashboard.js';
 
@@ -10,6 +11,7 @@ export const migrations: Record<string, Migration> = {
   '001_initial': m001,
   '003_chain': m003,
   '004_delivery_claim_indexes': m004,
+  '005_fencing': m005,
   '008_watcher': m008,
   '009_dashboard': m009,
 };

@@ -14,12 +14,18 @@ export interface ClaimArgs {
   excludeHosts: string[];
   /** Claim only for this host (the half-open trial). */
   onlyHost?: string;
+  /** Attempts a delivery gets; one whose attempts are spent is never claimed (see failSpentDeliveries). */
+  maxAttempts: number;
+  /** Deliveries this dispatcher is attempting now: never claimed again by it, even with an expired lease. */
+  running?: readonly string[];
 }
 
 /**
  * Atomically leases due deliveries in one `UPDATE … RETURNING`: pending, due, not leased (or the
  * lease expired, so a crashed dispatcher's work is reclaimed), and within the host's in-flight cap.
- * Claiming counts the attempt, so a crash mid-attempt still consumes it.
+ * Claiming counts the attempt, so a crash mid-attempt still consumes it, and bumps the fencing token
+ * that the settle must name. A delivery whose attempts are spent is not a candidate: it is failed
+ * and dead-lettered by `failSpentDeliveries` instead, so no claim ever hands out attempt N+1.
  *
  * The cost does not grow with the backlog: hosts with pending work are found by skipping through
  * the (status, host, next_attempt_at) index one host at a time, each host contributes at most
@@ -31,6 +37,7 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
   if (args.limit <= 0) return [];
   const excluded = args.excludeHosts.length > 0 ? sql`and hosts.h not in (${sql.join(args.excludeHosts)})` : sql``;
   const only = args.onlyHost !== undefined ? sql`and hosts.h = ${args.onlyHost}` : sql``;
+  const running = args.running && args.running.length > 0 ? sql`and y.id not in (${sql.join([...args.running])})` : sql``;
   const { rows } = await sql<DeliveryRow>`
     with recursive hosts(h) as (
       select (select host from deliveries where status = 'pending' order by host limit 1)
@@ -50,6 +57,7 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
         select y.id from deliveries y
         where y.status = 'pending' and y.host = bh.host and y.next_attempt_at <= ${args.now}
           and (y.lease_owner is null or y.lease_expires_at <= ${args.now})
+          and y.attempt_count < ${args.maxAttempts} ${running}
         order by y.next_attempt_at
         limit ${args.perHostCap})
       where bh.busy < ${args.perHostCap}
@@ -60,7 +68,8 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
       from candidates k
     )
     update deliveries
-    set lease_owner = ${args.owner}, lease_expires_at = ${args.now + args.leaseMs}, attempt_count = attempt_count + 1, updated_at = ${args.now}
+    set lease_owner = ${args.owner}, lease_expires_at = ${args.now + args.leaseMs}, attempt_count = attempt_count + 1,
+      lease_token = lease_token + 1, updated_at = ${args.now}
     where id in (select id from ranked where rn + busy <= ${args.perHostCap} order by next_attempt_at, created_at limit ${args.limit})
     returning *`.execute(db);
   return rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.created_at - b.created_at);

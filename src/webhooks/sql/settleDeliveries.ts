@@ -1,30 +1,42 @@
+import type { ExpressionBuilder } from 'kysely';
 import type { DbOrTx } from '../../db/database.js';
+import type { Database } from '../../db/schema.js';
 
-/** Gives a claimed delivery back unattempted (its breaker opened meanwhile): the claim's attempt is returned. */
-export async function releaseClaim(db: DbOrTx, id: string, owner: string, now: number): Promise<void> {
-  await db
-    .updateTable('deliveries')
-    .set((eb) => ({ lease_owner: null, lease_expires_at: null, attempt_count: eb('attempt_count', '-', 1), updated_at: now }))
-    .where('id', '=', id)
-    .where('lease_owner', '=', owner)
-    .execute();
-}
-
-export interface SettleArgs {
+/** A dispatcher's hold on a claimed delivery: its id and the fencing token of that claim. */
+export interface DeliveryLease {
   id: string;
   owner: string;
+  token: number;
+}
+
+/** The row is still held by this exact claim (owner and fencing token). */
+function held(lease: DeliveryLease) {
+  return (eb: ExpressionBuilder<Database, 'deliveries'>) =>
+    eb.and([eb('id', '=', lease.id), eb('lease_owner', '=', lease.owner), eb('lease_token', '=', lease.token)]);
+}
+
+/** Gives a claimed delivery back unattempted (its breaker opened meanwhile): the claim's attempt is returned. */
+export async function releaseClaim(db: DbOrTx, lease: DeliveryLease, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('deliveries')
+    .set((eb) => ({ lease_owner: null, lease_expires_at: null, attempt_count: eb('attempt_count', '-', 1), updated_at: now }))
+    .where(held(lease))
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+export interface SettleArgs extends DeliveryLease {
   now: number;
   statusCode: number | null;
   error: string | null;
 }
 
-/** Marks a leased delivery delivered; false when the lease was lost to another dispatcher. */
+/** Marks a leased delivery delivered; false when the lease was lost to a newer claim. */
 export async function markDelivered(db: DbOrTx, a: SettleArgs): Promise<boolean> {
   const r = await db
     .updateTable('deliveries')
     .set({ status: 'delivered', lease_owner: null, lease_expires_at: null, last_status_code: a.statusCode, last_error: null, completed_at: a.now, updated_at: a.now })
-    .where('id', '=', a.id)
-    .where('lease_owner', '=', a.owner)
+    .where(held(a))
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
@@ -34,8 +46,7 @@ export async function scheduleRetry(db: DbOrTx, a: SettleArgs & { nextAttemptAt:
   const r = await db
     .updateTable('deliveries')
     .set({ lease_owner: null, lease_expires_at: null, next_attempt_at: a.nextAttemptAt, last_status_code: a.statusCode, last_error: a.error, updated_at: a.now })
-    .where('id', '=', a.id)
-    .where('lease_owner', '=', a.owner)
+    .where(held(a))
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
@@ -45,8 +56,7 @@ export async function markFailed(db: DbOrTx, a: SettleArgs): Promise<boolean> {
   const r = await db
     .updateTable('deliveries')
     .set({ status: 'failed', lease_owner: null, lease_expires_at: null, last_status_code: a.statusCode, last_error: a.error, completed_at: a.now, updated_at: a.now })
-    .where('id', '=', a.id)
-    .where('lease_owner', '=', a.owner)
+    .where(held(a))
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
