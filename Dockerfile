@@ -7,7 +7,7 @@ RUN npm ci --omit=dev
 
 FROM node:22-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production DATA_DIR=/data PORT=8080
+ENV NODE_ENV=production DATA_DIR=/data PORT=8080 HOST=0.0.0.0
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json tsconfig.json ./
 COPY src ./src

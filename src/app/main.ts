@@ -22,11 +22,22 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ level: config.logLevel, pretty: config.logPretty });
   const service = await createService(config, { logger, clock: systemClock });
-  if (service.developmentKey) {
+  let listening;
+  try {
+    listening = await startHttpServer({ fetch: service.app.fetch, port: config.port, hostname: config.host, limits: config.http });
+  } catch (error) {
+    await service.stop().catch(() => undefined);
+    const reason = bindFailure(error, config.port, config.host);
+    if (reason === undefined) throw error;
+    process.stderr.write(`${reason}\n`);
+    process.exit(1);
+  }
+  const { server, port } = listening;
+  // Created and printed only once the port is bound, so a start that fails does not lose it.
+  const developmentKey = await service.createDevelopmentKey();
+  if (developmentKey) {
     // Printed once, on a line of its own, so a newcomer can copy it; only its hash is stored.
-    process.stdout.write(
-      `\nDevelopment API key (owner "dev", all scopes) — shown once, keep it:\n${service.developmentKey.key}\n\n`,
-    );
+    process.stdout.write(`\nDevelopment API key (owner "dev", all scopes) — shown once, keep it:\n${developmentKey.key}\n\n`);
   }
   // Outside production the embedded chain is also a local cluster (SPEC §10): JSON-RPC for wallets and scripts.
   const localCluster = await startLocalCluster(config.chain.rpcServer, service.chain, logger).catch(async (error: unknown) => {
@@ -34,7 +45,6 @@ async function main(): Promise<void> {
     throw error;
   });
   service.start();
-  const { server, port } = await startHttpServer({ fetch: service.app.fetch, port: config.port, hostname: config.host, limits: config.http });
   logger.info({ port, host: config.host, chain: service.chain.kind, env: config.nodeEnv }, 'launch service listening');
 
   let stopping = false;
@@ -63,6 +73,15 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** A one-line explanation of a failed bind that names the variable to change; undefined for other errors. */
+function bindFailure(error: unknown, port: number, host: string): string | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'EADDRINUSE') return `Port ${port} on ${host} is already in use: stop the process using it or set PORT to a free port.`;
+  if (code === 'EACCES') return `Port ${port} needs privileges this process does not have: set PORT to a port above 1023.`;
+  if (code === 'EADDRNOTAVAIL') return `HOST=${host} is not an address of this machine: set HOST to one of its addresses (127.0.0.1 for local use).`;
+  return undefined;
 }
 
 main().catch((error: unknown) => {

@@ -35,8 +35,11 @@ export interface Service {
   runner: LaunchRunner;
   cache: ChainReadCache;
   breakers: BreakerSource;
-  /** The development key created on this start, to print once. */
-  developmentKey: CreatedKey | undefined;
+  /**
+   * Outside production with no keys yet, creates the development key and returns it to print once
+   * (call it after the port is bound, so a failed start does not lose the key); else undefined.
+   */
+  createDevelopmentKey(): Promise<CreatedKey | undefined>;
   /** Starts the background workers (runner, dispatcher, cache refresh). */
   start(): void;
   /** Stops the workers in reverse order and closes the chain and the database. */
@@ -143,7 +146,6 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
         ['/dashboard', dashboard],
       ],
     });
-    const developmentKey = await ensureDevelopmentKey(db, { production: config.production, now: clock.now() });
 
     let started = false;
     let janitor: NodeJS.Timeout | undefined;
@@ -156,7 +158,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       runner: launchRunner,
       cache,
       breakers: webhooks.breakers,
-      developmentKey,
+      createDevelopmentKey: () => ensureDevelopmentKey(db, { production: config.production, now: clock.now() }),
       start() {
         if (started) return;
         started = true;

@@ -194,7 +194,8 @@ export function loadConfig(env: Env = process.env): Config {
     nodeEnv,
     production,
     port: intVar(env, 'PORT', 8080, 0, 65535),
-    host: env.HOST && env.HOST !== '' ? env.HOST : '0.0.0.0',
+    // Outside production only this machine can reach the all-scope development key's API by default.
+    host: env.HOST && env.HOST !== '' ? env.HOST : production ? '0.0.0.0' : '127.0.0.1',
     logLevel,
     logPretty: env.LOG_FORMAT === 'pretty' || (env.LOG_FORMAT !== 'json' && !production && process.stdout.isTTY === true),
     dataDir,

@@ -33,6 +33,31 @@ function startService(env: Record<string, string>) {
 }
 
 describe('the service process', () => {
+  it('on a port already in use says so in one line naming PORT, and prints and stores no development key', async () => {
+    const { createServer } = await import('node:net');
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const taken = (blocker.address() as { port: number }).port;
+    const busyDir = mkdtempSync(join(tmpdir(), 'launch-busy-'));
+    const secretKey = randomBytes(32).toString('base64');
+    try {
+      const svc = startService({ DATA_DIR: busyDir, PORT: String(taken), SECRET_KEY: secretKey });
+      expect(await svc.exited).toEqual({ code: 1, signal: null });
+      const message = svc.stderr().trim();
+      expect(message).toBe(`Port ${taken} on 127.0.0.1 is already in use: stop the process using it or set PORT to a free port.`);
+      expect(svc.lines.some((l) => l.startsWith('sk_'))).toBe(false);
+      // No key was created, so the next start that binds prints one.
+      const again = startService({ DATA_DIR: busyDir, SECRET_KEY: secretKey });
+      await again.ready;
+      expect(again.lines.some((l) => /^sk_[A-Za-z0-9_-]{40,}$/.test(l))).toBe(true);
+      again.child.kill('SIGTERM');
+      await again.exited;
+    } finally {
+      blocker.close();
+      rmSync(busyDir, { recursive: true, force: true });
+    }
+  });
+
   it('serves health, prints a development key once, and on SIGTERM exits 0 with the database closed', async () => {
     const env = { DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64') };
     const svc = startService(env);
