@@ -30,7 +30,7 @@ const STATUS_CODES: Record<number, string> = {
   401: 'unauthorized',
   403: 'forbidden',
   404: 'not_found',
-  405: 'not_found',
+  405: 'method_not_allowed',
   409: 'conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
@@ -41,6 +41,25 @@ const STATUS_CODES: Record<number, string> = {
 
 function docsUrl(requestUrl: string): string {
   return new URL('/api/openapi', requestUrl).toString();
+}
+
+/**
+ * The methods the app's routes answer on a path (HEAD wherever GET is), computed from the routes
+ * registered so far; a path no route matches gets none (then it is a 404, not a 405).
+ */
+function allowedMethods(app: Hono<AppEnv>): (path: string) => string[] {
+  let table: Array<{ pattern: RegExp; method: string }> | undefined;
+  return (path) => {
+    table ??= app.routes
+      .filter((r) => r.method !== 'ALL')
+      .map((r) => ({
+        method: r.method,
+        pattern: new RegExp(`^${r.path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}/?$`),
+      }));
+    const methods = new Set(table.filter((r) => r.pattern.test(path)).map((r) => r.method));
+    if (methods.has('GET')) methods.add('HEAD');
+    return [...methods].sort();
+  };
 }
 
 /** Builds the HTTP app: tracing, limits, auth, the routes, one error envelope for everything. */
@@ -55,7 +74,16 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   for (const [path, routes] of deps.routes) app.route(`/api${path === '/' ? '' : path}`, routes);
   for (const [path, routes] of deps.pages ?? []) app.route(path, routes);
 
+  const allowed = allowedMethods(app);
   app.notFound((c) => {
+    const methods = allowed(c.req.path);
+    if (methods.length > 0) {
+      const error = new ApiError(405, 'method_not_allowed', `${c.req.method} is not allowed on ${c.req.path}; use ${methods.join(' or ')}`, { allowed: methods }, {
+        docs_url: docsUrl(c.req.url),
+      });
+      c.header('Allow', methods.join(', '));
+      return c.json(errorBody(error), 405);
+    }
     const error = new ApiError(404, 'not_found', `No route for ${c.req.method} ${c.req.path}`, undefined, { docs_url: docsUrl(c.req.url) });
     return c.json(errorBody(error), 404);
   });

@@ -81,6 +81,15 @@ describe('error envelope', () => {
     expect(e404.code).toBe('not_found');
     expect(e404.docs_url).toMatch(/\/api\/openapi$/);
 
+    const r405 = await app.request('/api/t/read', { method: 'DELETE', headers: { authorization: `Bearer ${reader}` } });
+    expect(r405.status).toBe(405);
+    expect(r405.headers.get('allow')).toBe('GET, HEAD');
+    const e405 = await envelope(r405);
+    expect(e405.code).toBe('method_not_allowed');
+    expect(e405.message).toBe('DELETE is not allowed on /api/t/read; use GET or HEAD');
+    const echo405 = await app.request('/api/t/echo', { method: 'PUT' });
+    expect(echo405.headers.get('allow')).toBe('POST');
+
     const r413 = await post(JSON.stringify({ pad: 'x'.repeat(2000) }), { authorization: `Bearer ${writer}`, 'content-type': 'application/json' });
     expect(r413.status).toBe(413);
     expect((await envelope(r413)).code).toBe('payload_too_large');

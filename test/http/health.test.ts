@@ -95,6 +95,7 @@ describe('GET /api/health', () => {
     const res = await healthApp({}, calls).request('/api/health', { method: 'HEAD' });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('');
+    expect(res.headers.get('content-type')).toBe('application/json');
     expect(calls.count).toBe(0);
     expect(res.headers.get('x-request-id')).toBeTruthy();
   });

@@ -20,7 +20,8 @@ export function createHealthRoutes(deps: HealthRouteDeps): Hono<AppEnv> {
   app.get('/health', async (c) => {
     c.header('Cache-Control', 'no-store');
     // Hono routes HEAD through the GET handler; the liveness probe must not touch any component.
-    if (c.req.raw.method === 'HEAD') return c.body(null, 200);
+    // Same content type as GET, as HEAD promises.
+    if (c.req.raw.method === 'HEAD') return c.body(null, 200, { 'Content-Type': 'application/json' });
     const report = await deps.check();
     const hide = deps.hostLabel !== undefined && c.get('auth')?.isAdmin !== true;
     const cache = hide ? labelled : full;
