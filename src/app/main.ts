@@ -2,6 +2,7 @@
  * Composition root: reads the config, builds the service, serves HTTP, and on SIGTERM/SIGINT stops
  * accepting, lets in-flight work finish or release its leases, and closes the database.
  */
+import { ProgramFileError } from '../chain/embedded/programs.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { startHttpServer } from '../http/server.js';
 import { systemClock } from '../lib/clock.js';
@@ -85,6 +86,11 @@ function bindFailure(error: unknown, port: number, host: string): string | undef
 }
 
 main().catch((error: unknown) => {
+  // A mistake of the operator's is told in its own words; anything else with its stack.
+  if (error instanceof ConfigError || error instanceof ProgramFileError) {
+    process.stderr.write(`launch service failed to start: ${error.message}\n`);
+    process.exit(1);
+  }
   process.stderr.write(`launch service failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { address, lamports as toLamports } from '@solana/kit';
 import { Keypair, LAMPORTS_PER_SOL, PublicKey, SystemProgram, Transaction, type AccountInfo } from '@solana/web3.js';
 import type { Db } from '../../db/database.js';
@@ -11,7 +12,7 @@ import { historyRecord, lastHistorySeq, signaturesForAddress, snapshotBalances, 
 import { scanAccounts } from './scan.js';
 import { classifyTransactionFailure } from '../errors.js';
 import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
-import { findProgramFiles, type GenesisHook } from './programs.js';
+import { findProgramFiles, programFileProblem, ProgramFileError, type GenesisHook } from './programs.js';
 import { createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, simulate, syncClock, type Execution } from './svm.js';
 import { findSignature, loadAccounts, saveProcessed, type ProcessedWrite } from './store.js';
 import { BLOCKHASH_VALIDITY_BLOCKS, createTimeline, type ChainTime } from './timeline.js';
@@ -78,8 +79,19 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   syncClock(svm, timeline.now());
 
   const loadedPrograms: string[] = [];
-  for (const program of findProgramFiles(options.programsDir)) {
-    svm.addProgramFromFile(address(program.programId), program.path);
+  const files = findProgramFiles(options.programsDir);
+  if (files.ignored.length > 0) {
+    logger.warn({ dir: options.programsDir, ignored: files.ignored }, 'CHAIN_PROGRAMS_DIR: ignoring files not named <programId>.so');
+  }
+  for (const program of files.programs) {
+    const problem = programFileProblem(readFileSync(program.path));
+    if (problem !== undefined) throw new ProgramFileError(program.path, program.programId, problem);
+    try {
+      svm.addProgramFromFile(address(program.programId), program.path);
+    } catch (cause) {
+      // LiteSVM's own words ("Offset or value is out of bounds" for a truncated file, …).
+      throw new ProgramFileError(program.path, program.programId, (cause as Error).message.replace(/^Failed to add program: /, ''), { cause });
+    }
     loadedPrograms.push(program.programId);
   }
   const stored = await loadAccounts(db);
