@@ -33,7 +33,7 @@ describe('configuration', () => {
   it('binds to 127.0.0.1 by default outside production and to every interface in production', () => {
     expect(loadConfig({ DATA_DIR: dir }).host).toBe('127.0.0.1');
     expect(loadConfig({ DATA_DIR: dir, HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
-    expect(loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', SECRET_KEY: KEY }).host).toBe('0.0.0.0');
+    expect(loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', SECRET_KEY: KEY, CHAIN: 'embedded' }).host).toBe('0.0.0.0');
   });
 
   it('names the bad variable', () => {

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { insertHistory, type HistoryRecord } from './history.js';
+import type { StoredAccount } from './svm.js';
 
 /** The table migration 003 adds; typed here so the shared schema stays untouched. */
 export interface ChainSignaturesTable {
@@ -7,15 +8,6 @@ export interface ChainSignaturesTable {
   slot: number;
   err: string | null;
   created_at: number;
-}
-
-/** One persisted account, as stored in `chain_accounts` (data base64). */
-export interface StoredAccount {
-  address: string;
-  lamports: bigint;
-  owner: string;
-  executable: boolean;
-  data: Uint8Array;
 }
 
 /** What a processed transaction changes: touched accounts (null = closed) and its signature. */

@@ -3,8 +3,16 @@ import { VersionedTransaction, type AccountInfo, PublicKey } from '@solana/web3.
 import bs58 from 'bs58';
 import { Clock as SvmClock, FailedTransactionMetadata, LiteSVM, SimulatedTransactionInfo, type TransactionMetadata } from 'litesvm';
 import { transactionErrorJson } from './errorJson.js';
-import type { StoredAccount } from './store.js';
 import type { ChainTime } from './timeline.js';
+
+/** One persisted account, as stored in `chain_accounts` (data base64). */
+export interface StoredAccount {
+  address: string;
+  lamports: bigint;
+  owner: string;
+  executable: boolean;
+  data: Uint8Array;
+}
 
 /** The parts of a serialized transaction the embedded chain checks before executing it. */
 export interface DecodedTransaction {
