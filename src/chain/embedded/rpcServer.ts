@@ -135,9 +135,13 @@ export async function startChainRpcServer(options: { chain: EmbeddedBackend; hos
     port,
     async close() {
       for (const sub of subscriptions) sub.close();
+      // Requests in flight get their answer; idle keep-alive connections close now, the rest after 1 s.
       for (const s of servers) {
-        s.closeAllConnections();
-        await new Promise<void>((resolve) => s.close(() => resolve()));
+        const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+        s.closeIdleConnections();
+        const force = setTimeout(() => s.closeAllConnections(), 1000);
+        await closed;
+        clearTimeout(force);
       }
     },
   };

@@ -1,0 +1,221 @@
+import { sql } from 'kysely';
+import type { Db, DbOrTx } from '../db/database.js';
+import type { Clock } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+import { parseJson } from '../lib/json.js';
+import { recordEvent } from '../webhooks/outbox.js';
+
+/** What a watch follows: a launch's vesting escrow, its realm, its pool (or a kind a test registers). */
+export type WatchKind = string;
+
+export type WatchRow = {
+  id: string;
+  launch_id: string;
+  kind: WatchKind;
+  address: string;
+  context: string;
+  state: 'active' | 'ended';
+  cursor: string | null;
+  next_check_at: number;
+  interval_ms: number;
+  cliff_at: number | null;
+  last_checked_at: number | null;
+  last_activity_at: number | null;
+  ends_at: number;
+  ended_reason: string | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  fence: number;
+  created_at: number;
+  updated_at: number;
+};
+
+type WatchedTables = {
+  watches: WatchRow;
+  watch_reported: { launch_id: string; signature: string; instruction_index: number; event: string; event_id: string; created_at: number };
+};
+
+const tables = (db: DbOrTx) => (db as Db).withTables<WatchedTables>();
+
+/** A watch to create when a launch completes. */
+export interface NewWatch {
+  kind: WatchKind;
+  address: string;
+  context: Record<string, unknown>;
+  /** When the escrow's cliff passes (ms), for a scheduled check. */
+  cliffAt?: number | undefined;
+}
+
+/** Inserts the launch's watches (inside the transaction that completes the launch). */
+export async function insertWatches(trx: DbOrTx, args: { launchId: string; watches: NewWatch[]; now: number; ttlMs: number; firstIntervalMs?: number }): Promise<void> {
+  if (args.watches.length === 0) return;
+  await tables(trx)
+    .insertInto('watches')
+    .values(
+      args.watches.map((w) => ({
+        id: newId('wch'),
+        launch_id: args.launchId,
+        kind: w.kind,
+        address: w.address,
+        context: JSON.stringify(w.context),
+        state: 'active' as const,
+        cursor: null,
+        next_check_at: args.now,
+        interval_ms: args.firstIntervalMs ?? 2000,
+        cliff_at: w.cliffAt ?? null,
+        last_checked_at: null,
+        last_activity_at: null,
+        ends_at: args.now + args.ttlMs,
+        ended_reason: null,
+        lease_owner: null,
+        lease_expires_at: null,
+        fence: 0,
+        created_at: args.now,
+        updated_at: args.now,
+      })),
+    )
+    .execute();
+}
+
+/**
+ * Claims up to `limit` due watches with a lease; each claim bumps the watch's fencing token, so a
+ * commit by an instance whose lease expired (and was claimed again) is refused.
+ */
+export async function claimDueWatches(db: Db, args: { owner: string; now: number; leaseMs: number; limit: number }): Promise<WatchRow[]> {
+  return db.transaction().execute(async (trx) => {
+    const due = await tables(trx)
+      .selectFrom('watches')
+      .select('id')
+      .where('state', '=', 'active')
+      .where('next_check_at', '<=', args.now)
+      .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', args.now)]))
+      .orderBy('next_check_at')
+      .limit(args.limit)
+      .execute();
+    if (due.length === 0) return [];
+    return tables(trx)
+      .updateTable('watches')
+      .set((eb) => ({ lease_owner: args.owner, lease_expires_at: args.now + args.leaseMs, fence: eb('fence', '+', 1) }))
+      .where('id', 'in', due.map((d) => d.id))
+      .returningAll()
+      .execute();
+  });
+}
+
+/** The next earliest check of any active watch (to sleep until it), or undefined when none. */
+export async function nextDueAt(db: Db): Promise<number | undefined> {
+  const row = await tables(db).selectFrom('watches').select(sql<number | null>`min(next_check_at)`.as('at')).where('state', '=', 'active').executeTakeFirst();
+  return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
+}
+
+/** Thrown when a watch's lease was lost (its fencing token moved on): nothing was committed. */
+export class WatchFencedError extends Error {
+  constructor(watchId: string) {
+    super(`watch ${watchId} was claimed by another watcher; nothing committed`);
+    this.name = 'WatchFencedError';
+  }
+}
+
+/** An event a decoder found, with the key it is deduplicated on. */
+export interface FoundEvent {
+  event: string;
+  data: Record<string, unknown>;
+  /** The transaction it comes from, or a fixed key (e.g. the proposal address) for state outcomes. */
+  signature: string;
+  instructionIndex: number;
+}
+
+/** A watch's progress to commit atomically: events, new cursor, schedule, maybe its end. */
+export interface WatchProgress {
+  events: FoundEvent[];
+  cursor: string | null;
+  nextCheckAt: number;
+  intervalMs: number;
+  activity: boolean;
+  end?: string | undefined;
+  /** Clears the scheduled cliff check (it has been reported). */
+  clearCliff?: boolean;
+  /** Keeps the lease (more history is waiting in this pass). */
+  keepLease?: boolean;
+  context?: Record<string, unknown> | undefined;
+}
+
+/**
+ * Commits the events with the cursor in one transaction, through the outbox, under the watch's
+ * fencing token. An event already reported for the launch (same signature, instruction, event)
+ * is skipped, so a replay after a crash reports nothing twice. Returns the events recorded.
+ */
+export async function commitProgress(db: Db, clock: Clock, watch: WatchRow, progress: WatchProgress): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const now = clock.now();
+    const updated = await tables(trx)
+      .updateTable('watches')
+      .set({
+        cursor: progress.cursor,
+        next_check_at: progress.nextCheckAt,
+        interval_ms: progress.intervalMs,
+        last_checked_at: now,
+        ...(progress.activity ? { last_activity_at: now } : {}),
+        ...(progress.end ? { state: 'ended' as const, ended_reason: progress.end } : {}),
+        ...(progress.clearCliff ? { cliff_at: null } : {}),
+        ...(progress.context ? { context: JSON.stringify(progress.context) } : {}),
+        ...(progress.keepLease ? {} : { lease_owner: null, lease_expires_at: null }),
+        updated_at: now,
+      })
+      .where('id', '=', watch.id)
+      .where('fence', '=', watch.fence)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) === 0) throw new WatchFencedError(watch.id);
+    let recorded = 0;
+    for (const found of progress.events) {
+      const fresh = await tables(trx)
+        .insertInto('watch_reported')
+        .values({ launch_id: watch.launch_id, signature: found.signature, instruction_index: found.instructionIndex, event: found.event, event_id: '', created_at: now })
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst();
+      if (Number(fresh.numInsertedOrUpdatedRows ?? 0n) === 0) continue;
+      const event = await recordEvent(trx, clock, { launchId: watch.launch_id, event: found.event, data: found.data });
+      await tables(trx)
+        .updateTable('watch_reported')
+        .set({ event_id: event.eventId })
+        .where('launch_id', '=', watch.launch_id)
+        .where('signature', '=', found.signature)
+        .where('instruction_index', '=', found.instructionIndex)
+        .where('event', '=', found.event)
+        .execute();
+      recorded += 1;
+    }
+    return recorded;
+  });
+}
+
+/** Gives a watch back without progress (a failed pass), next check after `retryAt`. */
+export async function releaseWatch(db: Db, watch: WatchRow, retryAt: number): Promise<void> {
+  await tables(db)
+    .updateTable('watches')
+    .set({ lease_owner: null, lease_expires_at: null, next_check_at: retryAt })
+    .where('id', '=', watch.id)
+    .where('fence', '=', watch.fence)
+    .execute();
+}
+
+/** The API view of a launch's watches (SPEC §9: each watch, its cursor and last activity). */
+export async function listWatches(db: DbOrTx, launchId: string): Promise<Array<Record<string, unknown>>> {
+  const rows = await tables(db).selectFrom('watches').selectAll().where('launch_id', '=', launchId).orderBy('created_at').orderBy('kind').execute();
+  const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+  return rows.map((w) => ({
+    kind: w.kind,
+    address: w.address,
+    state: w.state,
+    cursor: w.cursor,
+    nextCheckAt: w.state === 'active' ? iso(w.next_check_at) : null,
+    lastCheckedAt: iso(w.last_checked_at),
+    lastActivityAt: iso(w.last_activity_at),
+    cliffAt: iso(w.cliff_at),
+    endsAt: iso(w.ends_at),
+    endedReason: w.ended_reason,
+  }));
+}
+
+/** The parsed context of a watch. */
+export const watchContext = (watch: WatchRow): Record<string, unknown> => parseJson<Record<string, unknown>>(watch.context, {});

@@ -1,0 +1,244 @@
+import type { ChainHistory, HistoryTransaction, SignatureEntry } from '../chain/history.js';
+import type { Db } from '../db/database.js';
+import type { Clock } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+import type { Logger } from '../lib/logger.js';
+import type { OutboxSignal } from '../webhooks/outbox.js';
+import { createWakeableSleep } from '../webhooks/wakeableSleep.js';
+import { claimDueWatches, commitProgress, nextDueAt, releaseWatch, watchContext, WatchFencedError, type FoundEvent, type WatchRow } from './store.js';
+
+/** The watch as a handler sees it. */
+export interface WatchView {
+  id: string;
+  launchId: string;
+  kind: string;
+  address: string;
+  context: Record<string, unknown>;
+  cliffAt: number | null;
+}
+
+/** What a handler makes of a batch of successful transactions (oldest first). */
+export interface HandlerOutcome {
+  events: FoundEvent[];
+  /** The watch is over (e.g. vesting complete, escrow closed). */
+  end?: string | undefined;
+  context?: Record<string, unknown> | undefined;
+}
+
+/**
+ * One kind of watch: decodes the watched address's transactions into events (pure decoders plus
+ * the account reads that complete them), and answers its scheduled check (the vesting cliff).
+ */
+export interface WatchHandler {
+  process(watch: WatchView, transactions: HistoryTransaction[], chain: ChainHistory): Promise<HandlerOutcome>;
+  /** A scheduled check at `cliffAt`; `confirmed: false` re-checks later (the chain's clock lags). */
+  scheduled?(watch: WatchView, chain: ChainHistory, now: number): Promise<HandlerOutcome & { confirmed: boolean }>;
+}
+
+export interface ChainWatcherOptions {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  chain: ChainHistory;
+  handlers: Record<string, WatchHandler>;
+  signal: OutboxSignal;
+  /** Interval after activity (and the first check). */
+  pollIntervalMs?: number;
+  /** The longest an idle watch waits between checks. */
+  maxIntervalMs?: number;
+  leaseMs?: number;
+  /** Watches claimed per turn. */
+  claimLimit?: number;
+  /** Signatures per history page. */
+  pageLimit?: number;
+  /** Transactions committed together. */
+  batchSize?: number;
+  /** Test hook: runs after a batch was read and decoded, before its commit. */
+  beforeCommit?: (watch: WatchRow, batch: SignatureEntry[]) => Promise<void> | void;
+}
+
+const DEFAULTS = { pollIntervalMs: 2000, maxIntervalMs: 10 * 60_000, leaseMs: 60_000, claimLimit: 16, pageLimit: 200, batchSize: 50 };
+
+/**
+ * The chain watcher (SPEC §9). Claims due watches with a lease and a fencing token, reads each
+ * watched address's new history oldest first from its cursor, decodes it, and commits the events
+ * with the new cursor in one transaction through the outbox. Failed transactions emit nothing;
+ * a restart resumes at the cursor (backfill); dedupe is on (signature, instruction index, event).
+ * Poll intervals adapt per watch: back to `pollIntervalMs` after activity, doubling while idle up
+ * to `maxIntervalMs`; a vesting cliff is a scheduled check at its time.
+ */
+export class ChainWatcher {
+  readonly id = newId('watcher', 6);
+  private readonly options: ChainWatcherOptions & typeof DEFAULTS;
+  private readonly sleeper = createWakeableSleep();
+  private running = false;
+  private loop: Promise<void> | undefined;
+  /** Chain reads made (history pages, transactions, accounts through handlers are not counted). */
+  reads = 0;
+
+  constructor(options: ChainWatcherOptions) {
+    this.options = { ...DEFAULTS, ...stripUndefined(options) } as ChainWatcherOptions & typeof DEFAULTS;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  wake(): void {
+    this.sleeper.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.sleeper.wake();
+    await this.loop;
+  }
+
+  /** Claims and processes every due watch once; resolves with the number of events recorded. */
+  async runOnce(): Promise<number> {
+    const { db, clock, leaseMs, claimLimit } = this.options;
+    let recorded = 0;
+    for (;;) {
+      const claimed = await claimDueWatches(db, { owner: this.id, now: clock.now(), leaseMs, limit: claimLimit });
+      if (claimed.length === 0) return recorded;
+      for (const watch of claimed) recorded += await this.processSafely(watch);
+      if (claimed.length < claimLimit) return recorded;
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.runOnce();
+      } catch (error) {
+        this.options.logger.error({ err: error }, 'watch claim failed');
+      }
+      if (!this.running) break;
+      const next = await nextDueAt(this.options.db).catch(() => undefined);
+      const wait = next === undefined ? this.options.maxIntervalMs : Math.max(50, next - this.options.clock.now());
+      await this.sleeper.sleep(Math.min(wait, this.options.pollIntervalMs * 5));
+    }
+  }
+
+  private async processSafely(watch: WatchRow): Promise<number> {
+    const logger = this.options.logger.child({ watchId: watch.id, launchId: watch.launch_id, kind: watch.kind });
+    try {
+      const recorded = await this.process(watch);
+      if (recorded > 0) this.options.signal.notify();
+      return recorded;
+    } catch (error) {
+      if (error instanceof WatchFencedError) {
+        logger.warn('watch lease lost to another watcher; leaving it');
+        return 0;
+      }
+      logger.warn({ err: error }, 'watch check failed; retrying later');
+      await releaseWatch(this.options.db, watch, this.options.clock.now() + this.options.pollIntervalMs * 5).catch(() => undefined);
+      return 0;
+    }
+  }
+
+  private view(watch: WatchRow, context = watchContext(watch)): WatchView {
+    return { id: watch.id, launchId: watch.launch_id, kind: watch.kind, address: watch.address, context, cliffAt: watch.cliff_at === null ? null : Number(watch.cliff_at) };
+  }
+
+  private schedule(watch: WatchRow, activity: boolean, now: number, cliffAt: number | null): { intervalMs: number; nextCheckAt: number } {
+    const { pollIntervalMs, maxIntervalMs } = this.options;
+    const intervalMs = activity ? pollIntervalMs : Math.min(maxIntervalMs, Math.max(pollIntervalMs, Number(watch.interval_ms) * 2));
+    let nextCheckAt = now + intervalMs;
+    if (cliffAt !== null) nextCheckAt = Math.min(nextCheckAt, Math.max(now, cliffAt));
+    return { intervalMs, nextCheckAt: Math.min(nextCheckAt, Number(watch.ends_at)) };
+  }
+
+  private async process(watch: WatchRow): Promise<number> {
+    const { db, clock, chain, handlers } = this.options;
+    const handler = handlers[watch.kind];
+    const now = clock.now();
+    if (!handler) return commitProgress(db, clock, watch, { events: [], cursor: watch.cursor, nextCheckAt: now, intervalMs: Number(watch.interval_ms), activity: false, end: 'unknown_kind' });
+    if (now >= Number(watch.ends_at)) {
+      return commitProgress(db, clock, watch, { events: [], cursor: watch.cursor, nextCheckAt: now, intervalMs: Number(watch.interval_ms), activity: false, end: 'ttl' });
+    }
+    let recorded = 0;
+    let context = watchContext(watch);
+    let cliffAt = watch.cliff_at === null ? null : Number(watch.cliff_at);
+    let current = watch;
+
+    // History first: a claim before the cliff check must not be reported after it.
+    const entries = await this.newHistory(watch.address, watch.cursor);
+    let cursor = watch.cursor;
+    let activity = false;
+    for (let i = 0; i < entries.length; i += this.options.batchSize) {
+      const batch = entries.slice(i, i + this.options.batchSize);
+      const transactions: HistoryTransaction[] = [];
+      for (const entry of batch) {
+        if (entry.err !== null) continue; // a failed transaction changed nothing: it emits nothing
+        this.reads += 1;
+        const tx = await chain.getTransaction(entry.signature);
+        if (!tx) throw new Error(`transaction ${entry.signature} is in the history but cannot be read`);
+        if (tx.err === null) transactions.push(tx);
+      }
+      const outcome = transactions.length > 0 ? await handler.process(this.view(current, context), transactions, chain) : { events: [] };
+      if (outcome.context) context = { ...context, ...outcome.context };
+      activity ||= outcome.events.length > 0;
+      cursor = batch[batch.length - 1]?.signature ?? cursor;
+      const last = i + this.options.batchSize >= entries.length;
+      await this.options.beforeCommit?.(current, batch);
+      const ends = outcome.end !== undefined;
+      const { intervalMs, nextCheckAt } = this.schedule(current, activity, clock.now(), cliffAt);
+      recorded += await commitProgress(db, clock, current, {
+        events: outcome.events,
+        cursor,
+        nextCheckAt,
+        intervalMs,
+        activity: outcome.events.length > 0,
+        end: outcome.end,
+        context: outcome.context ? context : undefined,
+        keepLease: !last && !ends,
+        ...(ends ? { clearCliff: true } : {}),
+      });
+      if (ends) return recorded;
+      current = { ...current, cursor, interval_ms: intervalMs };
+    }
+
+    // The scheduled check: the cliff, confirmed by reading the escrow.
+    if (cliffAt !== null && clock.now() >= cliffAt && handler.scheduled) {
+      const outcome = await handler.scheduled(this.view(current, context), chain, clock.now());
+      if (outcome.confirmed) cliffAt = null;
+      const { intervalMs, nextCheckAt } = this.schedule(current, activity || outcome.events.length > 0, clock.now(), outcome.confirmed ? null : clock.now() + this.options.pollIntervalMs);
+      return recorded + (await commitProgress(db, clock, current, {
+        events: outcome.events,
+        cursor,
+        nextCheckAt,
+        intervalMs,
+        activity: outcome.events.length > 0,
+        end: outcome.end,
+        clearCliff: outcome.confirmed,
+      }));
+    }
+    if (entries.length === 0) {
+      const { intervalMs, nextCheckAt } = this.schedule(current, false, clock.now(), cliffAt);
+      await commitProgress(db, clock, current, { events: [], cursor, nextCheckAt, intervalMs, activity: false });
+    }
+    return recorded;
+  }
+
+  /** Every signature after the cursor, oldest first (pages newest first with `before`, stops at `until`). */
+  private async newHistory(address: string, cursor: string | null): Promise<SignatureEntry[]> {
+    const { chain, pageLimit } = this.options;
+    const collected: SignatureEntry[] = [];
+    let before: string | undefined;
+    for (;;) {
+      this.reads += 1;
+      const page = await chain.signaturesForAddress(address, { until: cursor ?? undefined, before, limit: pageLimit });
+      collected.push(...page);
+      if (page.length < pageLimit) break;
+      before = page[page.length - 1]?.signature;
+    }
+    return collected.reverse();
+  }
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,169 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
+import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
+import { startChainRpcServer, type ChainRpcServer } from '../../src/chain/embedded/rpcServer.js';
+import { manualClock, systemClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { noopSignal } from '../../src/webhooks/outbox.js';
+import { commitProgress, insertWatches, listWatches, WatchFencedError, claimDueWatches, type WatchRow } from '../../src/watcher/store.js';
+import { ChainWatcher } from '../../src/watcher/watcher.js';
+import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../webhooks/helpers.js';
+import { transferHandler } from './support/transferHandler.js';
+
+const root = join(import.meta.dirname, '..', '..');
+
+/** Runs the watcher worker process to its end (or until it pauses, when `pause`). */
+function runWorker(env: Record<string, string>, pause: boolean) {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'watchWorker.ts')], {
+    cwd: root,
+    env: { ...process.env, ...env, WATCH_PAUSE: pause ? '1' : '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const line = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', resolve);
+    void exited.then(() => reject(new Error(`worker exited without output: ${stderr}`)));
+  });
+  return { child, line, exited };
+}
+
+// The watcher's cursor, backfill, dedupe and restart logic on the embedded chain, with the only
+// transactions it can make without extra programs: system transfers into a watched address.
+describe('chain watcher on the embedded chain', () => {
+  let t: TestDb;
+  let chain: EmbeddedBackend;
+  let server: ChainRpcServer;
+  let connection: Connection;
+  let launchId: string;
+  const sender = Keypair.generate();
+  const watched = Keypair.generate().publicKey;
+
+  // The embedded chain has processed a transaction when sendTransaction answers (the local-cluster
+  // test covers confirmTransaction over PubSub); here a status read is enough.
+  const send = async (tx: Transaction) => {
+    const signature = await connection.sendTransaction(tx, [sender]);
+    expect((await connection.getSignatureStatus(signature)).value?.err).toBeNull();
+    return signature;
+  };
+  const transfer = async (lamports: number, to: PublicKey = watched) => send(new Transaction().add(SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: to, lamports })));
+  const events = async () =>
+    (await t.db.selectFrom('outbox_events').select(['event', 'sequence', 'body']).where('launch_id', '=', launchId).orderBy('sequence').execute())
+      .filter((e) => e.event === 'test.transfer_received')
+      .map((e) => ({ sequence: e.sequence, data: (JSON.parse(e.body) as { data: { signature: string; lamports: string } }).data }));
+  const watchRow = async () => (await t.db.withTables<{ watches: WatchRow }>().selectFrom('watches').selectAll().where('launch_id', '=', launchId).executeTakeFirstOrThrow());
+  const inProcessWatcher = (clock = systemClock) =>
+    new ChainWatcher({ db: t.db, clock, logger: silentLogger(), chain: chain.history, handlers: { transfers: transferHandler }, signal: noopSignal, pollIntervalMs: 1000, maxIntervalMs: 8000 });
+
+  beforeAll(async () => {
+    t = await createTestDb();
+    chain = await createEmbeddedBackend({ db: t.db, secretKey: Buffer.alloc(32, 5), clock: systemClock, logger: silentLogger() });
+    server = await startChainRpcServer({ chain, host: '127.0.0.1', port: 0, logger: silentLogger() });
+    connection = new Connection(server.url, 'confirmed');
+    await chain.requestAirdrop(sender.publicKey, 10n * BigInt(LAMPORTS_PER_SOL));
+    launchId = await insertLaunch(t.db, systemClock, { url: 'http://127.0.0.1:9/hook', secret: 'whsec_x', box: newSecretBox() });
+    await insertWatches(t.db, { launchId, watches: [{ kind: 'transfers', address: watched.toBase58(), context: {} }], now: Date.now(), ttlMs: 3600_000 });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await chain?.close();
+    await t?.close();
+  });
+
+  it('loses nothing and reports nothing twice across a SIGKILL between reading history and committing, then backfills', async () => {
+    const sigs = [await transfer(1_000_001), await transfer(1_000_002)];
+    // A failed transaction to the watched address: in its history, but it emits nothing.
+    const failing = new Transaction().add(SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: watched, lamports: 1000 * LAMPORTS_PER_SOL }));
+    const failedSig = await connection.sendTransaction(failing, [sender], { skipPreflight: true });
+    sigs.push(await transfer(1_000_003));
+    expect((await connection.getSignaturesForAddress(watched)).map((s) => s.signature)).toContain(failedSig);
+
+    const env = { DB_PATH: t.path, RPC_URL: server.url, WATCH_BATCH: '2' };
+    const killed = runWorker(env, true);
+    expect(await killed.line).toBe('paused');
+    killed.child.kill('SIGKILL');
+    expect((await killed.exited).signal).toBe('SIGKILL');
+    expect(await events()).toEqual([]);
+    expect((await watchRow()).cursor).toBeNull();
+
+    // Downtime: two more transfers land while no watcher runs.
+    sigs.push(await transfer(1_000_004), await transfer(1_000_005));
+    // The dead worker's lease (1 s) has expired for a clock 2 s ahead.
+    const resumed = runWorker({ ...env, CLOCK_OFFSET_MS: '2000' }, false);
+    expect(await resumed.line).toBe('done 5');
+    const got = await events();
+    expect(got.map((e) => e.data.signature)).toEqual(sigs);
+    expect(got.map((e) => e.data.lamports)).toEqual(['1000001', '1000002', '1000003', '1000004', '1000005']);
+    expect(new Set(got.map((e) => e.sequence)).size).toBe(5);
+    expect((await watchRow()).cursor).toBe(sigs[4]);
+  }, 60_000);
+
+  it('replaying from an old cursor reports nothing twice; new activity is reported once, in order', async () => {
+    const before = (await events()).length;
+    const watcher = inProcessWatcher(manualClock(Date.now() + 60_000));
+    await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ cursor: null, next_check_at: 0, lease_owner: null }).where('launch_id', '=', launchId).execute();
+    expect(await watcher.runOnce()).toBe(0);
+    expect((await events()).length).toBe(before);
+
+    const other = Keypair.generate().publicKey;
+    const next = await send(
+      new Transaction().add(
+        SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: other, lamports: LAMPORTS_PER_SOL / 100 }),
+        SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: watched, lamports: 6 }),
+        SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: watched, lamports: 7 }),
+      ),
+    );
+    await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 0 }).where('launch_id', '=', launchId).execute();
+    expect(await watcher.runOnce()).toBe(2);
+    const got = (await events()).slice(before);
+    expect(got.map((e) => [e.data.signature, e.data.lamports])).toEqual([
+      [next, '6'],
+      [next, '7'],
+    ]);
+    const [view] = await listWatches(t.db, launchId);
+    expect(view).toMatchObject({ kind: 'transfers', address: watched.toBase58(), state: 'active', cursor: next });
+    expect(view?.lastActivityAt).not.toBeNull();
+  });
+
+  it('polls an idle watch less and less often (capped), and often again after activity', async () => {
+    const clock = manualClock(Date.now() + 120_000);
+    const watcher = inProcessWatcher(clock);
+    const intervals: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 0 }).where('launch_id', '=', launchId).execute();
+      await watcher.runOnce();
+      intervals.push(Number((await watchRow()).interval_ms));
+    }
+    expect(intervals).toEqual([2000, 4000, 8000, 8000, 8000, 8000]);
+    const row = await watchRow();
+    expect(Number(row.next_check_at)).toBe(clock.now() + 8000);
+    await transfer(42);
+    await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 0 }).where('launch_id', '=', launchId).execute();
+    expect(await watcher.runOnce()).toBe(1);
+    expect(Number((await watchRow()).interval_ms)).toBe(1000);
+    // Not due: nothing is read.
+    const reads = watcher.reads;
+    expect(await watcher.runOnce()).toBe(0);
+    expect(watcher.reads).toBe(reads);
+  });
+
+  it('refuses a commit by a watcher whose lease was taken over (fencing token), and ends a watch after its TTL', async () => {
+    const now = Date.now() + 300_000;
+    await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 0, lease_owner: null }).where('launch_id', '=', launchId).execute();
+    const [first] = await claimDueWatches(t.db, { owner: 'a', now, leaseMs: 1000, limit: 1 });
+    const [second] = await claimDueWatches(t.db, { owner: 'b', now: now + 2000, leaseMs: 1000, limit: 1 });
+    expect(first && second && second.fence).toBe(Number(first?.fence) + 1);
+    const stale = commitProgress(t.db, systemClock, first as WatchRow, { events: [{ event: 'test.transfer_received', data: {}, signature: 'stale', instructionIndex: 0 }], cursor: 'stale', nextCheckAt: 0, intervalMs: 1, activity: true });
+    await expect(stale).rejects.toBeInstanceOf(WatchFencedError);
+    expect((await watchRow()).cursor).not.toBe('stale');
+    await commitProgress(t.db, systemClock, second as WatchRow, { events: [], cursor: (second as WatchRow).cursor, nextCheckAt: 0, intervalMs: 1000, activity: false });
+
+    const watcher = inProcessWatcher(manualClock(Date.now() + 2 * 3600_000));
+    await watcher.runOnce();
+    expect(await watchRow()).toMatchObject({ state: 'ended', ended_reason: 'ttl' });
+  });
+});
