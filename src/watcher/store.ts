@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Db, DbOrTx } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
@@ -100,12 +99,6 @@ export async function claimDueWatches(db: Db, args: { owner: string; now: number
       .returningAll()
       .execute();
   });
-}
-
-/** The next earliest check of any active watch (to sleep until it), or undefined when none. */
-export async function nextDueAt(db: Db): Promise<number | undefined> {
-  const row = await tables(db).selectFrom('watches').select(sql<number | null>`min(next_check_at)`.as('at')).where('state', '=', 'active').executeTakeFirst();
-  return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
 }
 
 /** Thrown when a watch's lease was lost (its fencing token moved on): nothing was committed. */

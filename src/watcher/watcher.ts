@@ -4,8 +4,8 @@ import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
-import { createWakeableSleep } from '../webhooks/wakeableSleep.js';
-import { claimDueWatches, commitProgress, nextDueAt, releaseWatch, watchContext, WatchFencedError, type FoundEvent, type WatchRow } from './store.js';
+import { createPollLoop, type PollLoop } from '../lib/pollLoop.js';
+import { claimDueWatches, commitProgress, releaseWatch, watchContext, WatchFencedError, type FoundEvent, type WatchRow } from './store.js';
 
 /** The watch as a handler sees it. */
 export interface WatchView {
@@ -70,30 +70,36 @@ const DEFAULTS = { pollIntervalMs: 2000, maxIntervalMs: 10 * 60_000, leaseMs: 60
 export class ChainWatcher {
   readonly id = newId('watcher', 6);
   private readonly options: ChainWatcherOptions & typeof DEFAULTS;
-  private readonly sleeper = createWakeableSleep();
-  private running = false;
-  private loop: Promise<void> | undefined;
+  private readonly loop: PollLoop;
   /** Chain reads made (history pages, transactions, accounts through handlers are not counted). */
   reads = 0;
 
   constructor(options: ChainWatcherOptions) {
     this.options = { ...DEFAULTS, ...stripUndefined(options) } as ChainWatcherOptions & typeof DEFAULTS;
+    // The same poll loop as the runner and the dispatcher; a turn checks every due watch. Sleeping
+    // one poll interval between turns is cheap: a turn with nothing due is one indexed query.
+    this.loop = createPollLoop({
+      logger: this.options.logger,
+      what: 'checking watches',
+      intervalMs: this.options.pollIntervalMs,
+      turn: async () => {
+        await this.runOnce();
+        return false;
+      },
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
+  /** Checks due watches now (a launch completed and got watches). */
   wake(): void {
-    this.sleeper.wake();
+    this.loop.wake();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    this.sleeper.wake();
-    await this.loop;
+    await this.loop.stop();
   }
 
   /** Claims and processes every due watch once; resolves with the number of events recorded. */
@@ -105,20 +111,6 @@ export class ChainWatcher {
       if (claimed.length === 0) return recorded;
       for (const watch of claimed) recorded += await this.processSafely(watch);
       if (claimed.length < claimLimit) return recorded;
-    }
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      try {
-        await this.runOnce();
-      } catch (error) {
-        this.options.logger.error({ err: error }, 'watch claim failed');
-      }
-      if (!this.running) break;
-      const next = await nextDueAt(this.options.db).catch(() => undefined);
-      const wait = next === undefined ? this.options.maxIntervalMs : Math.max(50, next - this.options.clock.now());
-      await this.sleeper.sleep(Math.min(wait, this.options.pollIntervalMs * 5));
     }
   }
 

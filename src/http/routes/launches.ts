@@ -9,6 +9,7 @@ import {
   requestHash,
 } from '../../launches/idempotency.js';
 import { presentLaunch } from '../../launches/present.js';
+import { listWatches } from '../../watcher/store.js';
 import { parseLaunchRequest, type LaunchRequest } from '../../launches/request.js';
 import { findLaunch, findSteps, findStepsOf, listLaunches } from '../../launches/store.js';
 import type { LaunchStatus } from '../../db/schema.js';
@@ -102,7 +103,8 @@ export function createLaunchRoutes(deps: LaunchRouteDeps): Hono<AppEnv> {
     const auth = requireScope(c, 'launches:read');
     const launch = await findLaunch(deps.db, c.req.param('id'), auth.isAdmin ? undefined : auth.owner);
     if (!launch) throw notFound(`Launch ${c.req.param('id')} not found`);
-    return c.json({ launch: presentLaunch(launch, await findSteps(deps.db, launch.id)) });
+    // What the chain watcher follows since the launch completed (SPEC §9), with cursors and last activity.
+    return c.json({ launch: { ...presentLaunch(launch, await findSteps(deps.db, launch.id)), watches: await listWatches(deps.db, launch.id) } });
   });
 
   return app;
