@@ -146,6 +146,7 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys') return `unknown field(s): ${issue.keys.join(', ')}`;
   if (issue.code === 'invalid_type') {
     if (issue.input === undefined) return 'is required';
+    if (issue.expected === 'int' && typeof issue.input === 'number') return 'must be a whole number';
     return `must be ${withArticle(issue.expected)}, not ${typeName(issue.input)}`;
   }
   if (issue.code === 'invalid_union') {
@@ -154,7 +155,25 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
     if (expected.length > 0) return `must be ${expected.map(withArticle).join(' or ')}, not ${typeName(issue.input)}`;
   }
   if (issue.code === 'invalid_value' && issue.input === undefined) return 'is required';
-  return issue.message;
+  // A message the schema spelled out is kept; zod's defaults ("Too big: expected number to be <=9")
+  // become plain sentences.
+  if (!/^(Too big|Too small|Invalid)/.test(issue.message)) return issue.message;
+  return plainSentence(issue) ?? issue.message;
+}
+
+function plainSentence(issue: z.core.$ZodIssue): string | undefined {
+  if (issue.code === 'too_big' || issue.code === 'too_small') {
+    const bound = String(issue.code === 'too_big' ? issue.maximum : issue.minimum);
+    const exact = issue.inclusive !== false;
+    const words = issue.code === 'too_big' ? (exact ? 'at most' : 'less than') : exact ? 'at least' : 'more than';
+    if (issue.origin === 'string') return `must be ${words} ${bound} character${bound === '1' ? '' : 's'} long`;
+    if (issue.origin === 'array' || issue.origin === 'set') return `must have ${words} ${bound} item${bound === '1' ? '' : 's'}`;
+    return `must be ${words} ${bound}`;
+  }
+  if (issue.code === 'invalid_value') return `must be one of ${issue.values.map(String).join(', ')}`;
+  if (issue.code === 'invalid_format') return `must match the ${issue.format} format`;
+  if (issue.code === 'not_multiple_of') return `must be a multiple of ${String(issue.divisor)}`;
+  return undefined;
 }
 
 function typeName(value: unknown): string {
