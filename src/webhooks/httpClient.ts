@@ -72,10 +72,27 @@ function classify(error: unknown, timedOut: boolean, revealBlocked: boolean): { 
     return { errorClass: 'blocked_destination', errorMessage: revealBlocked ? error.detail : DESTINATION_NOT_ALLOWED, logDetail: error.detail };
   }
   const code = err?.code ?? '';
-  if (code === 'ECONNREFUSED') return { errorClass: 'connection_refused', errorMessage: message };
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { errorClass: 'dns_error', errorMessage: message };
-  if (/TLS|CERT|SSL|SELF_SIGNED|ERR_SSL/.test(code) || /certificate|tls/i.test(message)) return { errorClass: 'tls_error', errorMessage: message };
+  if (code === 'ECONNREFUSED') return { errorClass: 'connection_refused', errorMessage: inWords('connection refused: is the receiver running and listening on this port?', message) };
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { errorClass: 'dns_error', errorMessage: inWords("the webhook URL's host name does not resolve", message) };
+  if (/TLS|CERT|SSL|SELF_SIGNED|ERR_SSL/.test(code) || /certificate|tls|ssl/i.test(message)) return { errorClass: 'tls_error', errorMessage: inWords(tlsInWords(code, message), message) };
   return { errorClass: 'connection_error', errorMessage: code ? `${code}: ${message}` : message };
+}
+
+/** A failure said in words a customer acts on, with the raw error kept after it. */
+function inWords(words: string, raw: string): string {
+  return `${words} (details: ${raw.replace(/\s+/g, ' ').trim()})`;
+}
+
+/** What a TLS failure most likely means. */
+function tlsInWords(code: string, message: string): string {
+  const text = `${code} ${message}`;
+  if (/WRONG_VERSION_NUMBER|packet length too long|unknown protocol/i.test(text)) return 'TLS handshake failed — does the endpoint speak https?';
+  if (/ALTNAME|does not match/i.test(text)) return "TLS certificate rejected: it is not valid for the webhook URL's host name";
+  if (/EXPIRED|NOT_YET_VALID/i.test(code)) return 'TLS certificate rejected: it is expired or not yet valid';
+  if (/SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|CERT_UNTRUSTED/i.test(code)) {
+    return 'TLS certificate rejected: it is not signed by a trusted authority (self-signed or an incomplete chain)';
+  }
+  return 'TLS handshake failed';
 }
 
 /** Errors that a pooled keep-alive socket the receiver already closed produces (only meaningful on a reused socket). */

@@ -18,6 +18,34 @@ function hasOpenssl(): boolean {
   }
 }
 
+describe('attempt errors in words', () => {
+  it('says a TLS handshake against a plain-http endpoint failed and asks whether it speaks https, keeping the raw text', async () => {
+    const { createServer: createHttpServer } = await import('node:http');
+    const plain = createHttpServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const client = createWebhookHttpClient({ timeoutMs: 2_000, guard: false });
+    try {
+      const outcome = await client.send({ url: `https://127.0.0.1:${(plain.address() as AddressInfo).port}/hook`, body: '{}', headers: {} });
+      expect(outcome).toMatchObject({ ok: false, errorClass: 'tls_error' });
+      expect(outcome.errorMessage).toMatch(/^TLS handshake failed — does the endpoint speak https\? \(details: .+\)$/);
+    } finally {
+      await client.close();
+      plain.close();
+    }
+  });
+
+  it('says a refused connection in words', async () => {
+    const client = createWebhookHttpClient({ timeoutMs: 2_000, guard: false });
+    try {
+      const outcome = await client.send({ url: 'http://127.0.0.1:9/hook', body: '{}', headers: {} });
+      expect(outcome).toMatchObject({ ok: false, errorClass: 'connection_refused' });
+      expect(outcome.errorMessage).toMatch(/^connection refused: is the receiver running and listening on this port\? \(details: .*ECONNREFUSED/);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe.skipIf(!hasOpenssl())('guarded client over https', () => {
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-tls-'));
   let server: Server;
@@ -54,6 +82,7 @@ describe.skipIf(!hasOpenssl())('guarded client over https', () => {
       expect(sni).toEqual(['hooks.customer.test']);
       const wrongName = await client.send({ url: `https://other.customer.test:${port}/hook`, body: '{}', headers: {} });
       expect(wrongName).toMatchObject({ ok: false, errorClass: 'tls_error' });
+      expect(wrongName.errorMessage).toMatch(/^TLS certificate rejected: it is not valid for the webhook URL's host name \(details: .+\)$/);
     } finally {
       await client.close();
     }
@@ -62,7 +91,9 @@ describe.skipIf(!hasOpenssl())('guarded client over https', () => {
   it('fails with a TLS error when the certificate is not trusted', async () => {
     const client = createWebhookHttpClient({ timeoutMs: 2_000, guard: true, lookup, addressPolicy });
     try {
-      expect(await client.send({ url: `https://hooks.customer.test:${port}/hook`, body: '{}', headers: {} })).toMatchObject({ ok: false, errorClass: 'tls_error' });
+      const untrusted = await client.send({ url: `https://hooks.customer.test:${port}/hook`, body: '{}', headers: {} });
+      expect(untrusted).toMatchObject({ ok: false, errorClass: 'tls_error' });
+      expect(untrusted.errorMessage).toMatch(/^TLS certificate rejected: it is not signed by a trusted authority .*\(details: .*self.signed/i);
     } finally {
       await client.close();
     }
