@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { saveBreakerState } from '../../src/webhooks/sql/breakers.js';
+import { endpointKey } from '../../src/webhooks/endpointKey.js';
 import { endpointHost } from '../../src/webhooks/outbox.js';
 import { spawnBenchChild } from './child.js';
 import { createBenchDb, insertBenchLaunch, prefillOutbox } from './fixtures.js';
@@ -18,7 +19,7 @@ async function prepare(pending: number): Promise<{ dir: string; secretKey: Buffe
     const launchId = await insertBenchLaunch(bdb.db, bdb.box, DEAD_URL);
     await prefillOutbox(bdb.db, launchId, DEAD_URL, pending, now);
   }
-  await saveBreakerState(bdb.db, endpointHost(DEAD_URL), { state: 'open', failures: 3, openedAt: now }, now);
+  await saveBreakerState(bdb.db, endpointKey(DEAD_URL), endpointHost(DEAD_URL), { state: 'open', failures: 3, openedAt: now }, now);
   await bdb.close();
   return { dir, secretKey: bdb.secretKey };
 }

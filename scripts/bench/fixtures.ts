@@ -6,6 +6,7 @@ import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { insertLaunch } from '../../src/launches/store.js';
 import { newId } from '../../src/lib/ids.js';
+import { endpointKey } from '../../src/webhooks/endpointKey.js';
 import { endpointHost, type WebhookEnvelope } from '../../src/webhooks/outbox.js';
 
 export const BENCH_SECRET = 'whsec_bench_0123456789abcdef';
@@ -65,6 +66,7 @@ export async function prefillOutbox(db: Db, launchId: string, url: string, count
   const base = now - count;
   const ids: string[] = [];
   const host = endpointHost(url);
+  const endpoint = endpointKey(url);
   const chunk = 500;
   await db.transaction().execute(async (trx) => {
     for (let start = 0; start < count; start += chunk) {
@@ -87,6 +89,7 @@ export async function prefillOutbox(db: Db, launchId: string, url: string, count
           launch_id: launchId,
           url,
           host,
+          endpoint,
           status: 'pending' as const,
           attempt_count: 0,
           next_attempt_at: base + i,

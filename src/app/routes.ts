@@ -9,6 +9,7 @@ import type { Db, Tx } from '../db/database.js';
 import type { DeadLetterRow } from '../db/schema.js';
 import type { HealthReport } from '../health/healthService.js';
 import type { AppEnv } from '../http/env.js';
+import { createBreakerRoutes } from '../http/routes/breakers.js';
 import { createDeadLetterRoutes } from '../http/routes/deadLetters.js';
 import { createDeliveryRoutes } from '../http/routes/deliveries.js';
 import { createHealthRoutes } from '../http/routes/health.js';
@@ -41,6 +42,7 @@ export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
   return [
     ['/', createWebhookTestRoutes({ clock, client: engine.client, breakers: engine.breakers, testSecret: deps.testSecret })],
     ['/', createDeliveryRoutes({ db, clock, signal: engine.signal })],
+    ['/', createBreakerRoutes({ db, breakers: engine.breakers, signal: engine.signal })],
     [
       '/',
       createDeadLetterRoutes({

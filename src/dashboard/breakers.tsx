@@ -1,9 +1,11 @@
 import type { FC } from 'hono/jsx';
-import type { Db } from '../db/database.js';
+import type { BreakerInfo } from '../webhooks/breakerRegistry.js';
 import { Badge, Csrf, time } from './layout.js';
 import type { DashboardUser } from './session.js';
 
 export interface BreakerView {
+  /** The endpoint (scheme, host, port, path) the breaker is kept for. */
+  endpoint: string;
   host: string;
   state: string;
   failures: number;
@@ -12,23 +14,11 @@ export interface BreakerView {
   nextTrialAt: number | null;
 }
 
-/** Every known breaker: the persisted row for timings, the live registry for the state shown now. */
-export async function listBreakers(db: Db, live: Record<string, { state: string; failures: number }>, resetTimeoutMs: number): Promise<BreakerView[]> {
-  const rows = await db.selectFrom('breaker_states').select(['host', 'state', 'failures', 'opened_at']).orderBy('host').execute();
-  const byHost = new Map(rows.map((r) => [r.host, r]));
-  const hosts = [...new Set([...byHost.keys(), ...Object.keys(live)])].sort();
-  return hosts.map((host) => {
-    const row = byHost.get(host);
-    const state = live[host]?.state ?? row?.state ?? 'closed';
-    const openedAt = row?.opened_at ?? null;
-    return {
-      host,
-      state,
-      failures: live[host]?.failures ?? row?.failures ?? 0,
-      openedAt,
-      nextTrialAt: state === 'open' && openedAt !== null ? Number(openedAt) + resetTimeoutMs : null,
-    };
-  });
+/** Every known endpoint breaker, by host then endpoint, as the registry shows it now. */
+export function listBreakers(live: BreakerInfo[]): BreakerView[] {
+  return [...live]
+    .sort((a, b) => a.host.localeCompare(b.host) || a.endpoint.localeCompare(b.endpoint))
+    .map((b) => ({ endpoint: b.endpoint, host: b.host, state: b.state, failures: b.failures, openedAt: b.openedAt, nextTrialAt: b.state === 'open' ? b.nextTrialAt : null }));
 }
 
 export const BreakersPage: FC<{ user: DashboardUser; breakers: BreakerView[] }> = ({ user, breakers }) => (
@@ -40,7 +30,7 @@ export const BreakersPage: FC<{ user: DashboardUser; breakers: BreakerView[] }> 
       <div class="scroll">
         <table>
           <tr>
-            <th>Endpoint host</th>
+            <th>Endpoint</th>
             <th>State</th>
             <th>Consecutive failures</th>
             <th>Opened</th>
@@ -49,7 +39,7 @@ export const BreakersPage: FC<{ user: DashboardUser; breakers: BreakerView[] }> 
           </tr>
           {breakers.map((b) => (
             <tr data-breaker={b.host}>
-              <td class="mono">{b.host}</td>
+              <td class="mono">{b.endpoint}</td>
               <td>
                 <Badge value={b.state} />
               </td>
@@ -60,7 +50,7 @@ export const BreakersPage: FC<{ user: DashboardUser; breakers: BreakerView[] }> 
                 {(b.state !== 'closed' || b.failures > 0) && (
                   <form class="inline" method="post" action="/dashboard/breakers/reset">
                     <Csrf user={user} />
-                    <input type="hidden" name="host" value={b.host} />
+                    <input type="hidden" name="host" value={b.endpoint} />
                     <button type="submit">Reset</button>
                   </form>
                 )}

@@ -35,7 +35,7 @@ export interface DashboardDeps {
   explorerCluster: string;
   breakerResetTimeoutMs: number;
   health(): Promise<HealthReport>;
-  breakers: Pick<BreakerRegistry, 'snapshot' | 'reset'>;
+  breakers: Pick<BreakerRegistry, 'snapshot' | 'list' | 'reset'>;
   /** Wakes the dispatcher after a redelivery or a breaker reset. */
   signal: OutboxSignal;
   /** The dead-letter retry's collaborators (the same the API's retry uses). */
@@ -234,14 +234,14 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
 
   app.get('/breakers', async (c) => {
     adminOnly(c);
-    const breakers = await listBreakers(deps.db, deps.breakers.snapshot(), deps.breakerResetTimeoutMs);
+    const breakers = listBreakers(deps.breakers.list());
     return page(c, 'Breakers', '/dashboard/breakers', <BreakersPage user={user(c)} breakers={breakers} />);
   });
 
   app.post('/breakers/reset', async (c) => {
     adminOnly(c);
     const host = field(c.get('form'), 'host') ?? '';
-    if (!(await deps.breakers.reset(host))) throw new NotFoundError(`No breaker for ${host.slice(0, 200)}`);
+    if ((await deps.breakers.reset(host)).length === 0) throw new NotFoundError(`No breaker for ${host.slice(0, 200)}`);
     deps.signal.notify();
     return c.redirect(withNotice('/dashboard/breakers', 'reset'), 303);
   });

@@ -85,6 +85,8 @@ export interface DeliveriesTable {
   launch_id: string;
   url: string;
   host: string;
+  /** The breaker key: scheme, host, port and path of `url` (webhooks/endpointKey.ts). */
+  endpoint: string;
   status: DeliveryStatus;
   attempt_count: Generated<number>;
   next_attempt_at: number;
@@ -129,7 +131,9 @@ export interface DeadLettersTable {
   resolved_at: number | null;
 }
 
-export interface BreakerStatesTable {
+export interface EndpointBreakersTable {
+  /** webhooks/endpointKey.ts */
+  endpoint: string;
   host: string;
   state: 'closed' | 'open' | 'half-open';
   failures: number;
@@ -169,7 +173,7 @@ export interface Database {
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
   dead_letters: DeadLettersTable;
-  breaker_states: BreakerStatesTable;
+  endpoint_breakers: EndpointBreakersTable;
   chain_accounts: ChainAccountsTable;
   service_meta: ServiceMetaTable;
   dashboard_sessions: DashboardSessionsTable;

@@ -6,6 +6,7 @@ import { newId } from '../lib/ids.js';
 import { createPollLoop } from '../lib/pollLoop.js';
 import type { Logger } from '../lib/logger.js';
 import type { BreakerRegistry } from './breakerRegistry.js';
+import { hostOfEndpoint } from './endpointKey.js';
 import type { AttemptOutcome, WebhookHttpClient } from './httpClient.js';
 import type { OutboxSignal } from './outbox.js';
 import { maxAttempts } from './schedule.js';
@@ -74,7 +75,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   async function attempt(row: DeliveryRow, trial: boolean): Promise<void> {
     const alog = log.child({ deliveryId: row.id, launchId: row.launch_id, eventId: row.event_id, host: row.host, attempt: row.attempt_count });
-    if (!trial && !breakers.admits(row.host)) {
+    if (!trial && !breakers.admits(row.endpoint)) {
       // The breaker opened after the claim: give the delivery back without spending an attempt.
       await releaseClaim(db, { id: row.id, owner: id, token: row.lease_token }, clock.now());
       return;
@@ -102,7 +103,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         requestId: ctx.requestId ?? newId('req'),
         timestampSeconds: Math.floor(startedAt / 1000),
       });
-      outcome = await breakers.execute(row.host, trial, () => deps.client.send({ url: row.url, body: ctx.body, headers }));
+      outcome = await breakers.execute(row.endpoint, trial, () => deps.client.send({ url: row.url, body: ctx.body, headers }));
     }
     const result = await settler.settle({ delivery: row, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule });
     const fields = { event: ctx.event, trial, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, result };
@@ -118,7 +119,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         log.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be settled');
       })
       .finally(() => {
-        if (trial) breakers.cancelTrial(row.host);
+        if (trial) breakers.cancelTrial(row.endpoint);
         running.delete(row.id);
         tasks.delete(task);
       });
@@ -134,16 +135,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     for (const s of spent) log.warn({ deliveryId: s.id, attempts: s.attempts }, 'webhook delivery failed: its last attempt was never settled');
     const started: Promise<void>[] = [];
     const base = { owner: id, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, maxAttempts: attempts };
-    for (const host of breakers.trialHosts()) {
-      if (free() <= 0 || !breakers.beginTrial(host)) continue;
-      const [row] = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: 1, excludeHosts: [], onlyHost: host, running: [...running] }).catch((e: unknown) => {
-        breakers.cancelTrial(host);
+    for (const endpoint of breakers.trialEndpoints()) {
+      if (free() <= 0 || !breakers.beginTrial(endpoint)) continue;
+      const trialArgs = { ...base, now: clock.now(), limit: 1, excludeEndpoints: [], onlyHost: hostOfEndpoint(endpoint), onlyEndpoint: endpoint, running: [...running] };
+      const [row] = await claimDueDeliveries(db, trialArgs).catch((e: unknown) => {
+        breakers.cancelTrial(endpoint);
         throw e;
       });
       if (row) started.push(launch(row, true));
-      else breakers.cancelTrial(host);
+      else breakers.cancelTrial(endpoint);
     }
-    const rows = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: free(), excludeHosts: breakers.blockedHosts(), running: [...running] });
+    const rows = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: free(), excludeEndpoints: breakers.blockedEndpoints(), running: [...running] });
     for (const row of rows) started.push(launch(row, false));
     return started;
   }

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import type { LoopLag } from '../lib/loopLag.js';
+import { honoursRetryAfter, parseRetryAfter } from './retryAfter.js';
 import { BlockedDestinationError, createGuardedConnector, systemLookup, type HostLookup } from './guardedConnector.js';
 import { notifyOnWrite, type WriteHook } from './writeHook.js';
 
@@ -21,6 +22,8 @@ export interface AttemptOutcome {
   serviceFault?: boolean;
   /** Detail for the server log only, never stored or answered (e.g. what a blocked name resolved to). */
   logDetail?: string;
+  /** A 429 or 503 answer's Retry-After, in ms from the answer: the next attempt waits at least this long (see retryAfter.ts). */
+  retryAfterMs?: number;
 }
 
 export interface WebhookRequest {
@@ -126,7 +129,7 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
   const agent = new Agent({ ...agentOptions, keepAliveTimeout: 4_000 }).compose(notifyOnWrite);
   const lagToleranceMs = options.lagToleranceMs ?? Math.max(1_000, options.timeoutMs / 4);
 
-  type Raw = { ok: true; statusCode: number; body: string; location: string | undefined } | { ok: false; error: unknown; timedOut: boolean; reusedSocket: boolean };
+  type Raw = { ok: true; statusCode: number; body: string; location: string | undefined; retryAfter: string | string[] | undefined } | { ok: false; error: unknown; timedOut: boolean; reusedSocket: boolean };
 
   /**
    * One HTTP exchange. The receiver's deadline (connect, headers and body together, so a
@@ -151,7 +154,7 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
       const res = await request(url, { method: 'POST', headers: req.headers, body: req.body, dispatcher, signal: controller.signal, opaque: hook });
       const body = (await readBounded(res.body)).subarray(0, MAX_STORED_BYTES).toString('utf8');
       const location = res.headers.location;
-      return { ok: true, statusCode: res.statusCode, body, location: location === undefined ? undefined : String(location) };
+      return { ok: true, statusCode: res.statusCode, body, location: location === undefined ? undefined : String(location), retryAfter: res.headers['retry-after'] };
     } catch (error) {
       return { ok: false, error, timedOut, reusedSocket: hook.reusedSocket === true };
     } finally {
@@ -198,7 +201,9 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
         if (status >= 300 && status < 400) {
           return fail('redirect', `redirect not followed${raw.location ? ` (Location: ${raw.location.slice(0, 200)})` : ''}`, status, body);
         }
-        return fail('http_status', `receiver answered ${status}`, status, body);
+        const retryAfterMs = honoursRetryAfter(status) ? parseRetryAfter(raw.retryAfter, Date.now()) : undefined;
+        const failed = fail('http_status', `receiver answered ${status}`, status, body);
+        return retryAfterMs === undefined ? failed : { ...failed, retryAfterMs };
       }
       const revealBlocked = options.revealBlockedDetails ?? true;
       const lag = lagged();

@@ -1,6 +1,7 @@
 import type { DbOrTx } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
+import { endpointKey } from './endpointKey.js';
 
 /** The webhook envelope (SPEC §4.1). Its serialized form is the body of every attempt. */
 export interface WebhookEnvelope<T = unknown> {
@@ -88,6 +89,7 @@ export async function insertDelivery(trx: DbOrTx, now: number, eventId: string, 
       launch_id: launchId,
       url,
       host: endpointHost(url),
+      endpoint: endpointKey(url),
       status: 'pending',
       attempt_count: 0,
       next_attempt_at: now,

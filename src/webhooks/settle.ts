@@ -1,6 +1,7 @@
 import type { Db, Tx } from '../db/database.js';
 import type { DeliveryRow } from '../db/schema.js';
 import type { AttemptOutcome } from './httpClient.js';
+import { delayHonouringRetryAfter } from './retryAfter.js';
 import { retryDelayAfter } from './schedule.js';
 import { insertAttempt } from './sql/attempts.js';
 import { insertDeadLetter } from '../deadLetters/store.js';
@@ -36,8 +37,9 @@ export async function settleAttemptIn(trx: Tx, input: SettleInput): Promise<Sett
     if (outcome.ok) {
       result = (await markDelivered(trx, args)) ? 'delivered' : 'lease_lost';
     } else {
-      const delay = retryDelayAfter(input.schedule, attempt);
-      if (delay !== undefined) {
+      const scheduled = retryDelayAfter(input.schedule, attempt);
+      if (scheduled !== undefined) {
+        const delay = delayHonouringRetryAfter(input.schedule, attempt, scheduled, outcome.retryAfterMs);
         result = (await scheduleRetry(trx, { ...args, nextAttemptAt: now + delay })) ? 'retrying' : 'lease_lost';
       } else if (await markFailed(trx, args)) {
         result = 'failed';

@@ -130,8 +130,8 @@ describe('generic destination errors in production', () => {
 describe('health in production', () => {
   it('shows anonymous callers opaque stable labels instead of customers\u2019 webhook hosts, and admins the host names', async () => {
     const now = Date.now();
-    for (const host of ['hooks.acme-customer.example', 'relay.globex.example:8443']) {
-      await t.service.db.insertInto('breaker_states').values({ host, state: 'open', failures: 3, opened_at: now, updated_at: now }).execute();
+    for (const endpoint of ['https://hooks.acme-customer.example:443/a', 'https://hooks.acme-customer.example:443/b', 'https://relay.globex.example:8443/x']) {
+      await t.service.db.insertInto('endpoint_breakers').values({ endpoint, host: new URL(endpoint).host, state: 'open', failures: 3, opened_at: now, updated_at: now }).execute();
     }
     await (t.service.breakers as BreakerRegistry).load();
     const anonymous = await t.request('/api/health');

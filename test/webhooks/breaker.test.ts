@@ -41,7 +41,7 @@ describe('per-host circuit breaker in the dispatcher', () => {
     await tdb.close();
   });
 
-  const breakerRow = () => tdb.db.selectFrom('breaker_states').select(['state', 'failures', 'opened_at']).executeTakeFirst();
+  const breakerRow = () => tdb.db.selectFrom('endpoint_breakers').select(['state', 'failures', 'opened_at']).executeTakeFirst();
 
   it('opens after 3 consecutive failures, sends nothing while open, sends exactly one trial after 5 min, reopens on failure and closes on success', async () => {
     const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config, secretBox: box });

@@ -103,7 +103,7 @@ describe('leases', () => {
     await tdb.close();
   });
   const claim = (owner: string, extra: Partial<Parameters<typeof claimDueDeliveries>[1]> = {}) =>
-    claimDueDeliveries(tdb.db, { owner, now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [], maxAttempts: 5, ...extra });
+    claimDueDeliveries(tdb.db, { owner, now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeEndpoints: [], maxAttempts: 5, ...extra });
   const ok = { ok: true, statusCode: 200, durationMs: 1, responseBody: '', errorClass: null, errorMessage: null };
 
   it('reclaims an expired lease, and only the current lease holder can settle', async () => {
@@ -123,13 +123,13 @@ describe('leases', () => {
     expect(await tdb.db.selectFrom('delivery_attempts').select('attempt').execute()).toEqual([{ attempt: 2 }]);
   });
 
-  it('counts live leases of every dispatcher against the per-host cap and skips excluded hosts', async () => {
+  it('counts live leases of every dispatcher against the per-host cap and skips excluded endpoints', async () => {
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://a.example.com/h', secret: 's', box }), 5);
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://b.example.com/h', secret: 's', box }), 5);
     const first = await claim('A', { perHostCap: 2 });
     expect(first.map((r) => r.host).sort()).toEqual(['a.example.com', 'a.example.com', 'b.example.com', 'b.example.com']);
     expect(await claim('B', { perHostCap: 2 })).toEqual([]);
-    expect((await claim('B', { perHostCap: 3, excludeHosts: ['a.example.com'] })).map((r) => r.host)).toEqual(['b.example.com']);
+    expect((await claim('B', { perHostCap: 3, excludeEndpoints: ['https://a.example.com:443/h'] })).map((r) => r.host)).toEqual(['b.example.com']);
     expect(await claim('C', { perHostCap: 10, limit: 2, onlyHost: 'a.example.com' })).toHaveLength(2);
   });
 });

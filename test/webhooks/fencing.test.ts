@@ -27,7 +27,7 @@ describe('fenced delivery leases and exact attempts', () => {
 
   it('a stale attempt cannot settle over a newer claim, even one by the same dispatcher', async () => {
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box }), 1);
-    const claim = () => claimDueDeliveries(tdb.db, { owner: 'A', now: clock.now(), leaseMs: LEASE_MS, limit: 10, perHostCap: 10, excludeHosts: [], maxAttempts: 5 });
+    const claim = () => claimDueDeliveries(tdb.db, { owner: 'A', now: clock.now(), leaseMs: LEASE_MS, limit: 10, perHostCap: 10, excludeEndpoints: [], maxAttempts: 5 });
     const [stale] = await claim();
     clock.advance(2 * LEASE_MS);
     const [fresh] = await claim();
@@ -83,13 +83,13 @@ describe('fenced delivery leases and exact attempts', () => {
   });
 
   it('a breaker load that failed is tried again by the next claim instead of being cached', async () => {
-    await tdb.db.insertInto('breaker_states').values({ host: 'down.example.com', state: 'open', failures: 3, opened_at: clock.now(), updated_at: clock.now() }).execute();
+    await tdb.db.insertInto('endpoint_breakers').values({ endpoint: 'https://down.example.com:443/hook', host: 'down.example.com', state: 'open', failures: 3, opened_at: clock.now(), updated_at: clock.now() }).execute();
     const breakers = createBreakerRegistry({ db: tdb.db, clock, logger: silentLogger(), policy: { failureThreshold: 3, resetTimeoutMs: 300_000 } });
-    await sql`alter table breaker_states rename to breaker_states_away`.execute(tdb.db);
+    await sql`alter table endpoint_breakers rename to endpoint_breakers_away`.execute(tdb.db);
     await expect(breakers.load()).rejects.toThrow();
-    await sql`alter table breaker_states_away rename to breaker_states`.execute(tdb.db);
+    await sql`alter table endpoint_breakers_away rename to endpoint_breakers`.execute(tdb.db);
     await breakers.load();
-    expect(breakers.blockedHosts()).toEqual(['down.example.com']);
+    expect(breakers.blockedEndpoints()).toEqual(['https://down.example.com:443/hook']);
     breakers.shutdown();
   });
 });

@@ -15,7 +15,7 @@ describe('settling attempts in shared transactions', () => {
   afterEach(async () => tdb.close());
 
   const ok = { ok: true, statusCode: 200, durationMs: 1, responseBody: '', errorClass: null, errorMessage: null };
-  const claimAll = () => claimDueDeliveries(tdb.db, { owner: 'A', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [], maxAttempts: 5 });
+  const claimAll = () => claimDueDeliveries(tdb.db, { owner: 'A', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeEndpoints: [], maxAttempts: 5 });
   const input = (row: Awaited<ReturnType<typeof claimAll>>[number]) => ({ delivery: row, owner: 'A', launchOwner: 'acme', outcome: ok, startedAt: clock.now(), now: clock.now(), schedule: [0, 30_000] });
 
   it('settles attempts finished together, each with its state and attempt log', async () => {
@@ -44,7 +44,7 @@ describe('settling attempts in shared transactions', () => {
     const logged = await tdb.db.selectFrom('delivery_attempts').select('delivery_id').execute();
     expect(logged.map((r) => r.delivery_id).sort()).toEqual([rows[0]!.id, rows[2]!.id].sort());
     clock.advance(60_000);
-    const again = await claimDueDeliveries(tdb.db, { owner: 'B', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeHosts: [], maxAttempts: 5 });
+    const again = await claimDueDeliveries(tdb.db, { owner: 'B', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeEndpoints: [], maxAttempts: 5 });
     expect(again.map((r) => r.id)).toEqual([rows[1]!.id]);
   });
 });

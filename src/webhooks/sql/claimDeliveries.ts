@@ -10,14 +10,16 @@ export interface ClaimArgs {
   limit: number;
   /** Per-host in-flight cap, counting live leases of every dispatcher. */
   perHostCap: number;
-  /** Hosts whose breaker is not closed. */
-  excludeHosts: string[];
-  /** Claim only for this host (the half-open trial). */
+  /** Endpoints (breaker keys) whose breaker is not closed. */
+  excludeEndpoints: string[];
+  /** Claim only for this host (the half-open trial's endpoint's host). */
   onlyHost?: string;
   /** Attempts a delivery gets; one whose attempts are spent is never claimed (see failSpentDeliveries). */
   maxAttempts: number;
   /** Deliveries this dispatcher is attempting now: never claimed again by it, even with an expired lease. */
   running?: readonly string[];
+  /** Claim only for this endpoint (the half-open trial), the least recently touched delivery first. */
+  onlyEndpoint?: string;
 }
 
 /**
@@ -35,9 +37,13 @@ export interface ClaimArgs {
  */
 export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
   if (args.limit <= 0) return [];
-  const excluded = args.excludeHosts.length > 0 ? sql`and hosts.h not in (${sql.join(args.excludeHosts)})` : sql``;
+  const excluded = args.excludeEndpoints.length > 0 ? sql`and y.endpoint not in (${sql.join(args.excludeEndpoints)})` : sql``;
   const only = args.onlyHost !== undefined ? sql`and hosts.h = ${args.onlyHost}` : sql``;
   const running = args.running && args.running.length > 0 ? sql`and y.id not in (${sql.join([...args.running])})` : sql``;
+  const onlyEndpoint = args.onlyEndpoint !== undefined ? sql`and y.endpoint = ${args.onlyEndpoint}` : sql``;
+  // A trial takes turns among the endpoint's waiting deliveries (least recently touched first), so
+  // one delivery that keeps failing cannot be every trial while the others wait.
+  const order = args.onlyEndpoint !== undefined ? sql`y.updated_at, y.next_attempt_at` : sql`y.next_attempt_at`;
   const { rows } = await sql<DeliveryRow>`
     with recursive hosts(h) as (
       select (select host from deliveries where status = 'pending' order by host limit 1)
@@ -49,16 +55,16 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
         (select count(*) from deliveries b
           where b.host = hosts.h and b.lease_owner is not null and b.status = 'pending' and b.lease_expires_at > ${args.now}) as busy
       from hosts
-      where hosts.h is not null ${excluded} ${only}
+      where hosts.h is not null ${only}
     ),
     candidates as (
       select c.id, c.host, c.next_attempt_at, c.created_at, bh.busy from busy_hosts bh
       join deliveries c on c.id in (
         select y.id from deliveries y
         where y.status = 'pending' and y.host = bh.host and y.next_attempt_at <= ${args.now}
-          and (y.lease_owner is null or y.lease_expires_at <= ${args.now})
+          and (y.lease_owner is null or y.lease_expires_at <= ${args.now}) ${excluded} ${onlyEndpoint}
           and y.attempt_count < ${args.maxAttempts} ${running}
-        order by y.next_attempt_at
+        order by ${order}
         limit ${args.perHostCap})
       where bh.busy < ${args.perHostCap}
     ),
