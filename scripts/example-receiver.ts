@@ -25,8 +25,25 @@ export interface ExampleReceiverOptions {
   secret: string;
   /** Your processing; runs after the 2xx has been sent. */
   onEvent(event: ReceivedEvent): Promise<void> | void;
+  /** Told when a delivery repeats an event already processed (a retry or redelivery); it is skipped. */
+  onDuplicate?(event: ReceivedEvent): void;
   /** How many recent event ids to remember for de-duplication. */
   rememberIds?: number;
+}
+
+/** One line per event: sequence, type, and what it is about (the step, the mint, the error). */
+export function describeEvent(e: ReceivedEvent): string {
+  const data = (e.data ?? {}) as Record<string, unknown>;
+  const error = (data.error ?? {}) as Record<string, unknown>;
+  const detail =
+    e.event === 'launch.step_complete'
+      ? `${String(data.step)} (${String(data.index)}/${String(data.total)})`
+      : e.event === 'launch.complete'
+        ? `mint ${String(data.mint)}`
+        : e.event === 'launch.failed'
+          ? `${String(error.step)}: ${String(error.code)}`
+          : '';
+  return `#${e.sequence} ${e.event}${detail ? ` ${detail}` : ''}  launch=${e.launchId} id=${e.id}`;
 }
 
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -67,7 +84,7 @@ export function createExampleReceiver(options: ExampleReceiverOptions): Server {
         }
         // Acknowledge first: the sender times out after 10 s and retries anything that is not 2xx.
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}');
-        if (seen.has(event.id)) return; // a retry or redelivery of something already handled
+        if (seen.has(event.id)) return void options.onDuplicate?.(event); // a retry or redelivery of something already handled
         seen.add(event.id);
         if (seen.size > remember) seen.delete(seen.values().next().value as string);
         queue = queue
@@ -92,6 +109,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   const port = Number(process.env.PORT ?? 4000);
   createExampleReceiver({
     secret,
-    onEvent: (e) => console.log(`#${e.sequence} ${e.event} launch=${e.launchId} id=${e.id}`),
+    onEvent: (e) => console.log(describeEvent(e)),
+    onDuplicate: (e) => console.log(`#${e.sequence} ${e.event} again (id=${e.id}): already processed, skipped`),
   }).listen(port, () => console.log(`listening on http://localhost:${port}/`));
 }

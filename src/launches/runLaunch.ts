@@ -13,7 +13,7 @@ import { failLaunch } from './failLaunch.js';
 import type { StepRunner } from './stepPort.js';
 import { asStepName } from './steps.js';
 
-export type RunOutcome = { kind: 'complete' } | { kind: 'failed' } | { kind: 'retry'; attempt: number } | { kind: 'paused' };
+export type RunOutcome = { kind: 'complete'; mint: string | null } | { kind: 'failed'; step: string; code: string } | { kind: 'retry'; attempt: number } | { kind: 'paused' };
 
 /** The collaborators a launch run needs. */
 export interface LaunchRunDeps {
@@ -77,7 +77,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
         return { kind: 'retry', attempt };
       }
       await failLaunch(args, { step: step.name, code: failure.code, message: failure.message, results });
-      return { kind: 'failed' };
+      return { kind: 'failed', step: step.name, code: failure.code };
     }
     Object.assign(results, output.result);
     await db.transaction().execute(async (trx) => {
@@ -99,7 +99,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     const failure = classifyFailure(error);
     if (failure.retriable) return { kind: 'retry', attempt: 1 };
     await failLaunch(args, { step: 'finalize', code: failure.code, message: failure.message, results });
-    return { kind: 'failed' };
+    return { kind: 'failed', step: 'finalize', code: failure.code };
   }
   await db.transaction().execute(async (trx) => {
     const now = clock.now();
@@ -107,5 +107,5 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.complete', requestId: launch.request_id, data: completionData(results, transactions) });
   });
   args.signal.notify();
-  return { kind: 'complete' };
+  return { kind: 'complete', mint: typeof results.mint === 'string' ? results.mint : null };
 }

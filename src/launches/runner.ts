@@ -97,7 +97,7 @@ export class LaunchRunner {
   private async process(launch: LaunchRow): Promise<void> {
     const { db } = this.options;
     const lease = leaseOf(launch);
-    const logger = this.options.logger.child({ component: 'runner', launchId: launch.id, leaseToken: lease.token });
+    const logger = this.options.logger.child({ launchId: launch.id, leaseToken: lease.token });
     this.running.add(launch.id);
     let leaseLost = false;
     const heartbeat = setInterval(() => {
@@ -115,6 +115,10 @@ export class LaunchRunner {
         shouldContinue: () => !this.stopping && !leaseLost,
         maxStepAttempts: this.options.maxStepAttempts ?? 3,
       });
+      // One line per finished launch, for whoever watches the log rather than the webhooks.
+      const durationMs = this.options.clock.now() - launch.created_at;
+      if (outcome.kind === 'complete') logger.info({ durationMs, mint: outcome.mint }, 'launch complete');
+      if (outcome.kind === 'failed') logger.warn({ durationMs, step: outcome.step, code: outcome.code }, 'launch failed');
       if (outcome.kind === 'retry') {
         const delay = (this.options.backoff ?? ((n: number) => backoffMs(n)))(outcome.attempt);
         await this.release(lease, delay);

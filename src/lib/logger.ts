@@ -25,7 +25,7 @@ export function createLogger(options: { level: string; pretty: boolean }): Logge
   return pino({
     level: options.level,
     redact: { paths: redactPaths, censor: '[redacted]' },
-    ...(options.pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
+    ...(options.pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', singleLine: true, ignore: 'pid,hostname' } } } : {}),
   });
 }
 

@@ -32,10 +32,9 @@ export function requestContext(options: { logger: Logger; apiVersion: string; no
       // around its body stream, which pushes @hono/node-server off its fast path (~3x slower).
       c.res.headers.set('X-Request-ID', requestId);
       c.res.headers.set('Service-Api-Version', options.apiVersion);
-      logger.info(
-        { method: c.req.method, path: c.req.path, status: c.res.status, durationMs: Math.round((now() - started) * 100) / 100 },
-        'request',
-      );
+      // Monitors probe health every few seconds: an answered probe is debug, not a line per probe.
+      const level = c.req.path === '/api/health' && c.res.status < 500 ? 'debug' : 'info';
+      logger[level]({ method: c.req.method, path: c.req.path, status: c.res.status, durationMs: Math.round((now() - started) * 100) / 100 }, 'request');
     }
   };
 }
