@@ -13,14 +13,16 @@ import { createBreakerRoutes } from '../http/routes/breakers.js';
 import { createDeadLetterRoutes } from '../http/routes/deadLetters.js';
 import { createDeliveryRoutes } from '../http/routes/deliveries.js';
 import { createHealthRoutes } from '../http/routes/health.js';
+import { createLaunchDestinationRoutes } from '../http/routes/launchDestination.js';
 import { createLaunchRoutes } from '../http/routes/launches.js';
 import { createOpenApiRoutes } from '../http/routes/openapi.js';
+import { createWebhookEndpointRoutes } from '../http/routes/webhookEndpoints.js';
 import { createWebhookTestRoutes } from '../http/routes/webhooks.js';
 import type { LaunchRequest } from '../launches/request.js';
 import type { Clock } from '../lib/clock.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
 import type { WebhookEngine } from '../webhooks/engine.js';
-import { redeliverEvent } from '../webhooks/redeliver.js';
+import { endpointOfDelivery, redeliverEvent } from '../webhooks/redeliver.js';
 
 export type RouteList = Array<[path: string, app: Hono<AppEnv>]>;
 
@@ -49,7 +51,7 @@ export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
         db,
         clock,
         requeueLaunch: deps.requeueLaunch,
-        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id })),
+        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, endpointId: await endpointOfDelivery(trx, dl.delivery_id) })),
         wake: (kind) => {
           engine.signal.notify();
           if (kind === 'launch') deps.wakeRunner();
@@ -91,6 +93,8 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
         checkCapabilities: deps.checkCapabilities,
       }),
     ],
+    ['/launches', createLaunchDestinationRoutes({ db, clock, secretBox: deps.secretBox, production: deps.production, signal: deps.engine.signal })],
+    ['/webhook-endpoints', createWebhookEndpointRoutes({ db, clock, secretBox: deps.secretBox, production: deps.production, signal: deps.engine.signal })],
     ...webhookRoutes(deps),
   ];
 }

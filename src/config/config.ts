@@ -39,6 +39,8 @@ export interface Config {
     pollIntervalMs: number;
   };
   breaker: { failureThreshold: number; resetTimeoutMs: number };
+  /** Owner webhook endpoints (SPEC §13): disabled after failing continuously this long. */
+  endpoints: { disableAfterMs: number };
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
   /** Bound on receiving a request's headers and body, and open connections per client address (0: no cap). */
@@ -230,6 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
       failureThreshold: intVar(env, 'BREAKER_FAILURE_THRESHOLD', 3, 1, 1000),
       resetTimeoutMs: durationVar(env, 'BREAKER_RESET_TIMEOUT', 5 * 60_000),
     },
+    endpoints: { disableAfterMs: durationVar(env, 'ENDPOINT_DISABLE_AFTER', 5 * 86_400_000) },
     rateLimitPerMinute: intVar(env, 'RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
     http: {

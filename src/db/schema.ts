@@ -1,4 +1,4 @@
-import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 
 /** Row types of every table; JSON columns hold serialized text. Timestamps are unix milliseconds. */
 export interface ApiKeysTable {
@@ -77,7 +77,8 @@ export interface OutboxEventsTable {
   created_at: number;
 }
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+/** `paused`: its endpoint is disabled (resumes when re-enabled); `canceled`: its endpoint was deleted. */
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'paused' | 'canceled';
 
 export interface DeliveriesTable {
   id: string;
@@ -99,6 +100,27 @@ export interface DeliveriesTable {
   created_at: number;
   updated_at: number;
   completed_at: number | null;
+  /** The owner's webhook endpoint this delivery goes to; null for the launch's own webhookUrl. */
+  endpoint_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface WebhookEndpointsTable {
+  id: string;
+  owner: string;
+  url: string;
+  description: string | null;
+  /** JSON array of event kinds and `prefix.*` patterns; `["*"]` is every event. */
+  events: string;
+  signature_scheme: 'service' | 'standard';
+  secret_enc: string;
+  previous_secret_enc: string | null;
+  previous_secret_expires_at: number | null;
+  disabled_at: number | null;
+  disabled_reason: string | null;
+  /** Start of the current run of failed attempts; null after a success. */
+  failing_since: number | null;
+  created_at: number;
+  updated_at: number;
 }
 
 export interface DeliveryAttemptsTable {
@@ -171,6 +193,7 @@ export interface Database {
   launch_steps: LaunchStepsTable;
   outbox_events: OutboxEventsTable;
   deliveries: DeliveriesTable;
+  webhook_endpoints: WebhookEndpointsTable;
   delivery_attempts: DeliveryAttemptsTable;
   dead_letters: DeadLettersTable;
   endpoint_breakers: EndpointBreakersTable;
@@ -184,5 +207,6 @@ export type NewLaunch = Insertable<LaunchesTable>;
 export type LaunchUpdate = Updateable<LaunchesTable>;
 export type StepRow = Selectable<LaunchStepsTable>;
 export type DeliveryRow = Selectable<DeliveriesTable>;
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type DeadLetterRow = Selectable<DeadLettersTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { launchRequestSchema } from '../launches/request.js';
+import { patchLaunchOperation, webhookEndpointPaths } from './openapiEndpoints.js';
 
 type Json = Record<string, unknown>;
 
@@ -83,7 +84,7 @@ export function buildOpenApi(version: string): Json {
           responses: { 200: json({ type: 'object', properties: { launches: { type: 'array', items: ref('Launch') }, pagination: ref('Pagination') } }, 'A page of launches'), ...errors(400, 401, 403, 429) },
         },
       },
-      '/api/launches/{id}': { get: { summary: 'A launch with its steps', security: bearer, parameters: [idParam('id')], responses: { 200: json({ type: 'object', properties: { launch: ref('Launch') } }, 'The launch'), ...errors(401, 403, 404) } } },
+      '/api/launches/{id}': { get: { summary: 'A launch with its steps', security: bearer, parameters: [idParam('id')], responses: { 200: json({ type: 'object', properties: { launch: ref('Launch') } }, 'The launch'), ...errors(401, 403, 404) }  }, patch: patchLaunchOperation },
       '/api/launches/{id}/deliveries': { get: { summary: 'Webhook deliveries of a launch with every attempt', security: bearer, parameters: [idParam('id')], responses: { 200: { description: '{deliveries: [...]}' }, ...errors(401, 403, 404) } } },
       '/api/deliveries/{id}/redeliver': { post: { summary: 'Queue a fresh delivery of that event', security: bearer, parameters: [idParam('id')], responses: { 202: { description: '{delivery}' }, ...errors(401, 403, 404) } } },
       '/api/webhooks/test': {
@@ -100,6 +101,7 @@ export function buildOpenApi(version: string): Json {
       '/api/breakers': { get: { summary: 'Every endpoint circuit breaker (admin): id, endpoint, host, state, failures, openedAt, nextTrialAt, pendingDeliveries', security: bearer, responses: { 200: { description: '{breakers}' }, ...errors(401, 403) } } },
       '/api/breakers/{key}/reset': { post: { summary: 'Close a breaker (admin); its paused deliveries go out. key: a breaker id (brk_…), a URL-encoded endpoint, or a host name (all its endpoints)', security: bearer, parameters: [idParam('key')], responses: { 200: { description: '{breakers}: the breakers reset' }, ...errors(401, 403, 404) } } },
       '/dashboard': { get: { summary: 'Operator dashboard (HTML, sign in with an API key; pages below /dashboard, forms with a CSRF token)', responses: { 200: { description: 'text/html' }, 303: { description: 'to /dashboard/sign-in without a session' } } } },
+      ...webhookEndpointPaths,
       '/metrics': { get: { summary: 'Prometheus metrics (text format); needs Bearer METRICS_TOKEN when that is set', responses: { 200: { description: 'text/plain; version=0.0.4' }, 401: { description: 'METRICS_TOKEN set and not presented' } } } },
     },
   };

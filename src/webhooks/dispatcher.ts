@@ -14,7 +14,8 @@ import { createSettleBatcher } from './settleBatcher.js';
 import { buildDeliveryHeaders } from './signature.js';
 import { claimDueDeliveries } from './sql/claimDeliveries.js';
 import { failSpentDeliveries } from './sql/failSpentDeliveries.js';
-import { loadDeliveryContext } from './sql/deliveryQueries.js';
+import { loadDeliveryContext, type DeliveryContext } from './sql/deliveryQueries.js';
+import { signingSecrets } from './endpoints/signing.js';
 import { releaseClaim } from './sql/settleDeliveries.js';
 
 export interface DispatcherOptions {
@@ -33,6 +34,8 @@ export interface DispatcherDeps {
   client: WebhookHttpClient;
   breakers: BreakerRegistry;
   options: DispatcherOptions;
+  /** Runs after each settled attempt (webhook endpoint health: a 410 or a long failing run disables it). */
+  afterAttempt?(ctx: DeliveryContext, outcome: AttemptOutcome, now: number): Promise<void>;
 }
 
 /** Delivers outbox events. `notify()` (the {@link OutboxSignal}) wakes it at once after a commit. */
@@ -83,19 +86,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const ctx = await loadDeliveryContext(db, row.id);
     if (!ctx) throw new Error(`delivery ${row.id} has no event or launch`);
     const startedAt = clock.now();
-    let secret: string | undefined;
+    let secrets: string[] | undefined;
     try {
-      secret = deps.secretBox.open(ctx.secretSealed);
+      secrets = signingSecrets(ctx, startedAt, deps.secretBox);
     } catch {
-      secret = undefined;
+      secrets = undefined;
     }
     let outcome: AttemptOutcome;
-    if (secret === undefined) {
+    if (secrets === undefined) {
       // Not the endpoint's fault, so it does not count against the host's breaker.
       outcome = { ok: false, statusCode: null, durationMs: 0, responseBody: null, errorClass: 'secret_unavailable', errorMessage: 'webhook secret cannot be decrypted with SECRET_KEY' };
     } else {
       const headers = buildDeliveryHeaders({
-        secrets: [secret],
+        secrets,
+        scheme: ctx.scheme,
         body: ctx.body,
         event: ctx.event,
         eventId: ctx.eventId,
@@ -106,6 +110,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       outcome = await breakers.execute(row.endpoint, trial, () => deps.client.send({ url: row.url, body: ctx.body, headers }));
     }
     const result = await settler.settle({ delivery: row, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule });
+    if (deps.afterAttempt && result !== 'lease_lost') {
+      await deps.afterAttempt(ctx, outcome, clock.now()).catch((error: unknown) => alog.warn({ err: error }, 'endpoint health update failed'));
+    }
     const fields = { event: ctx.event, trial, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, result };
     if (outcome.ok) alog.info(fields, 'webhook delivered');
     else alog.warn({ ...fields, error: outcome.errorMessage, detail: outcome.logDetail }, 'webhook attempt failed');

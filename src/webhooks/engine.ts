@@ -9,12 +9,13 @@ import { createDispatcher, type Dispatcher } from './dispatcher.js';
 import type { HostLookup } from './guardedConnector.js';
 import { createWebhookHttpClient, type WebhookHttpClient } from './httpClient.js';
 import type { OutboxSignal } from './outbox.js';
+import { noteEndpointOutcome } from './endpoints/endpointHealth.js';
 
 export interface WebhookEngineDeps {
   db: Db;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'production' | 'webhooks' | 'breaker'>;
+  config: Pick<Config, 'production' | 'webhooks' | 'breaker'> & Partial<Pick<Config, 'endpoints'>>;
   secretBox: SecretBox;
   /** DNS for the outbound guard; tests inject one to simulate hostile answers. */
   lookup?: HostLookup;
@@ -42,6 +43,7 @@ export function outboundGuardEnabled(config: Pick<Config, 'production' | 'webhoo
 /** Builds the dispatcher, per-host breakers and HTTP client from config. */
 export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
   const { webhooks, breaker } = deps.config;
+  const disableAfterMs = deps.config.endpoints?.disableAfterMs ?? 5 * 86_400_000;
   // The loop's own delay, so an attempt that failed because this process stalled is not blamed on the receiver.
   const loopLag = startLoopLagMonitor();
   const client = createWebhookHttpClient({
@@ -61,6 +63,12 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
     secretBox: deps.secretBox,
     client,
     breakers,
+    afterAttempt: async (ctx, outcome, now) => {
+      // A secret we cannot decrypt is our problem, not the endpoint's.
+      if (ctx.endpointId === null || outcome.errorClass === 'secret_unavailable') return;
+      const disabled = await noteEndpointOutcome(deps.db, { endpointId: ctx.endpointId, outcome, now, disableAfterMs });
+      if (disabled) deps.logger.warn({ component: 'webhook-endpoints', endpointId: ctx.endpointId, reason: disabled, statusCode: outcome.statusCode }, 'webhook endpoint disabled');
+    },
     options: {
       retrySchedule: webhooks.retrySchedule,
       maxInFlight: webhooks.maxInFlight,

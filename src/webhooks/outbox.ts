@@ -2,6 +2,8 @@ import type { DbOrTx } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { endpointKey } from './endpointKey.js';
+import { filterMatches } from './endpoints/filters.js';
+import { enabledEndpointsOf } from './endpoints/store.js';
 
 /** The webhook envelope (SPEC §4.1). Its serialized form is the body of every attempt. */
 export interface WebhookEnvelope<T = unknown> {
@@ -41,7 +43,8 @@ export function endpointHost(url: string): string {
 }
 
 /**
- * Records one event and its delivery to the launch's webhook endpoint.
+ * Records one event, its delivery to the launch's own webhook URL, and one delivery to each enabled
+ * webhook endpoint of the launch's owner whose filter matches (SPEC §13).
  * Call it inside the transaction of the state change it reports (transactional outbox);
  * notify the dispatcher after that transaction commits.
  */
@@ -50,7 +53,7 @@ export async function recordEvent(trx: DbOrTx, clock: Clock, input: RecordEventI
     .updateTable('launches')
     .set((eb) => ({ next_sequence: eb('next_sequence', '+', 1) }))
     .where('id', '=', input.launchId)
-    .returning(['next_sequence', 'webhook_url'])
+    .returning(['next_sequence', 'webhook_url', 'owner'])
     .executeTakeFirstOrThrow();
   const sequence = launch.next_sequence - 1;
   const now = clock.now();
@@ -75,11 +78,19 @@ export async function recordEvent(trx: DbOrTx, clock: Clock, input: RecordEventI
     })
     .execute();
   const deliveryId = await insertDelivery(trx, now, envelope.id, input.launchId, launch.webhook_url);
+  for (const endpoint of await enabledEndpointsOf(trx, launch.owner)) {
+    if (filterMatches(JSON.parse(endpoint.events) as string[], input.event)) {
+      await insertDelivery(trx, now, envelope.id, input.launchId, endpoint.url, endpoint.id);
+    }
+  }
   return { eventId: envelope.id, sequence, deliveryId, envelope };
 }
 
-/** Queues a delivery of a recorded event (first delivery, or a fresh series on redelivery). */
-export async function insertDelivery(trx: DbOrTx, now: number, eventId: string, launchId: string, url: string): Promise<string> {
+/**
+ * Queues a delivery of a recorded event (first delivery, or a fresh series on redelivery) to the
+ * launch's own URL, or to a webhook endpoint when `endpointId` is given.
+ */
+export async function insertDelivery(trx: DbOrTx, now: number, eventId: string, launchId: string, url: string, endpointId: string | null = null): Promise<string> {
   const id = newId('dlv');
   await trx
     .insertInto('deliveries')
@@ -100,6 +111,7 @@ export async function insertDelivery(trx: DbOrTx, now: number, eventId: string, 
       created_at: now,
       updated_at: now,
       completed_at: null,
+      endpoint_id: endpointId,
     })
     .execute();
   return id;

@@ -15,6 +15,14 @@ export function displayUrl(url: string): string {
   }
 }
 
+function parseBody(body: string): unknown {
+  try {
+    return JSON.parse(body) as unknown;
+  } catch {
+    return body;
+  }
+}
+
 /** One logged attempt as the API shows it. */
 export function presentAttempt(a: AttemptRow) {
   return {
@@ -38,6 +46,7 @@ export function presentDelivery(d: DeliveryView, attempts: AttemptRow[] = []) {
     sequence: d.sequence,
     launchId: d.launch_id,
     url: displayUrl(d.url),
+    endpointId: d.endpoint_id,
     status: d.status,
     attemptCount: d.attempt_count,
     nextAttemptAt: d.status === 'pending' ? iso(d.next_attempt_at) : null,
@@ -45,6 +54,8 @@ export function presentDelivery(d: DeliveryView, attempts: AttemptRow[] = []) {
     lastError: d.last_error,
     createdAt: iso(d.created_at),
     completedAt: iso(d.completed_at),
+    // The exact event body every attempt of this delivery sends.
+    payload: parseBody(d.body),
     attempts: attempts.map(presentAttempt),
   };
 }

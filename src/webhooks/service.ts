@@ -12,7 +12,7 @@ export interface WebhookServiceDeps {
   db: Db;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'production' | 'webhooks' | 'breaker'>;
+  config: Pick<Config, 'production' | 'webhooks' | 'breaker'> & Partial<Pick<Config, 'endpoints'>>;
   secretBox: SecretBox;
   lookup?: HostLookup;
 }

@@ -19,6 +19,16 @@ describe('GET /api/openapi', () => {
       'POST /api/dead-letters/{id}/retry',
       'POST /api/dead-letters/{id}/resolve',
       'GET /api/openapi',
+      'PATCH /api/launches/{id}',
+      'GET /api/launches/{id}/events',
+      'POST /api/webhook-endpoints',
+      'GET /api/webhook-endpoints',
+      'GET /api/webhook-endpoints/{id}',
+      'PATCH /api/webhook-endpoints/{id}',
+      'DELETE /api/webhook-endpoints/{id}',
+      'POST /api/webhook-endpoints/{id}/rotate-secret',
+      'POST /api/webhook-endpoints/{id}/recover',
+      'GET /api/webhook-endpoints/{id}/stats',
     ]) {
       expect(routes).toContain(route);
     }

@@ -9,6 +9,7 @@ let t: TestService;
 let served: ServedService;
 let keys: { writer: string; admin: string };
 let launchId: string;
+let endpointId: string;
 
 beforeAll(async () => {
   t = await startTestService({ env: { RATE_LIMIT_PER_MINUTE: '1000000' } });
@@ -16,6 +17,8 @@ beforeAll(async () => {
   keys = { writer: await t.key('acme', ['launches:write', 'launches:read']), admin: await t.key('ops', ['admin']) };
   const res = await t.request('/api/launches', { method: 'POST', key: keys.writer, json: launchBody() });
   launchId = ((await res.json()) as { launch: { id: string } }).launch.id;
+  const created = await t.request('/api/webhook-endpoints', { method: 'POST', key: keys.writer, json: { url: 'http://127.0.0.1:9/hook' } });
+  endpointId = ((await created.json()) as { endpoint: { id: string } }).endpoint.id;
 });
 afterAll(async () => {
   await served?.close();
@@ -86,7 +89,7 @@ function withField(body: Record<string, any>, path: string, value: unknown): Rec
 
 describe('bad-input probe', () => {
   it('answers every malformed request to every route (methods, ids, auth, bodies, content types, queries) without a 5xx, in the error envelope', async () => {
-    const cases = probeCases(launchId);
+    const cases = probeCases(launchId, endpointId);
     expect(cases.length).toBeGreaterThan(400);
     const before = await countLaunches();
     const { problems, statuses } = await probeAll(cases);
@@ -109,6 +112,39 @@ describe('bad-input probe', () => {
     expect(problems).toEqual([]);
     expect(statuses.filter((s) => s === 400).length).toBeGreaterThan(cases.length / 2);
     expect(await countLaunches()).toBe(before + statuses.filter((s) => s === 202).length);
+  });
+
+  it('refuses a wrong value in every webhook endpoint and launch-destination field without creating or changing anything', async () => {
+    const endpointsRow = () => t.service.db.selectFrom('webhook_endpoints').selectAll().orderBy('id').execute();
+    const launchRow = () => t.service.db.selectFrom('launches').select(['webhook_url', 'webhook_secret_enc']).where('id', '=', launchId).executeTakeFirstOrThrow();
+    const cases: ProbeCase[] = [];
+    const send = (method: string, path: string, body: unknown, label: string) =>
+      cases.push({ label, method, path, auth: 'writer', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const valid = { url: 'http://127.0.0.1:9/hook', events: ['launch.*'], description: 'd', signatureScheme: 'standard' };
+    for (const value of [...WRONG_VALUES, ['launch.nope'], ['*', 5], ['launch.**'], Array.from({ length: 60 }, () => 'launch.queued'), 'ftp://x', 'http://u:p@h/']) {
+      const v = JSON.stringify(value)?.slice(0, 30);
+      for (const field of ['url', 'events', 'description', 'signatureScheme']) {
+        // description accepts any string up to 500 characters and null; those are not wrong values.
+        if (field === 'description' && (value === null || (typeof value === 'string' && value.length <= 500))) continue;
+        send('POST', '/api/webhook-endpoints', { ...valid, [field]: value }, `create ${field}=${v}`);
+        if (field !== 'signatureScheme') send('PATCH', `/api/webhook-endpoints/${endpointId}`, { events: ['launch.complete'], [field]: value }, `patch ${field}=${v}`);
+      }
+      if (typeof value !== 'boolean') send('PATCH', `/api/webhook-endpoints/${endpointId}`, { url: 'http://127.0.0.1:9/other', disabled: value }, `patch disabled=${v}`);
+      if (value !== 0) send('POST', `/api/webhook-endpoints/${endpointId}/rotate-secret`, { expiresInSeconds: value }, `rotate expiresInSeconds=${v}`);
+      send('POST', `/api/webhook-endpoints/${endpointId}/recover`, { since: value }, `recover since=${v}`);
+      send('PATCH', `/api/launches/${launchId}`, { webhookSecret: 'a-valid-secret-of-enough-length', webhookUrl: value }, `launch webhookUrl=${v}`);
+      if (typeof value !== 'string' || value.length < 16 || value.length > 256) send('PATCH', `/api/launches/${launchId}`, { webhookUrl: 'http://127.0.0.1:9/new', webhookSecret: value }, `launch webhookSecret=${v}`);
+    }
+    send('PATCH', `/api/launches/${launchId}`, { webhookUrl: 'http://127.0.0.1:9/new', status: 'complete' }, 'launch unknown field');
+    send('PATCH', `/api/launches/${launchId}`, {}, 'launch empty patch');
+    send('PATCH', `/api/webhook-endpoints/${endpointId}`, {}, 'endpoint empty patch');
+    send('POST', `/api/webhook-endpoints/${endpointId}/recover`, { since: '2999-01-01T00:00:00Z' }, 'recover from the future');
+    const [endpointsBefore, launchBefore] = [await endpointsRow(), await launchRow()];
+    const { problems, statuses } = await probeAll(cases);
+    expect(problems).toEqual([]);
+    expect(cases.filter((_, i) => statuses[i] !== 400).map((c) => `${c.label}: ${statuses[cases.indexOf(c)]}`)).toEqual([]);
+    expect(await endpointsRow()).toEqual(endpointsBefore);
+    expect(await launchRow()).toEqual(launchBefore);
   });
 
   it('answers unicode, nulls and arrays in the webhook test route and the list filters without a 5xx', async () => {

@@ -6,6 +6,7 @@ import * as m005 from './005_fencing.js';
 import * as m007 from './007_endpoint_breakers.js';
 import * as m008 from './008_watcher.js';
 import * as m009 from './009_dashboard.js';
+import * as m010 from './010_webhook_endpoints.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -16,6 +17,7 @@ export const migrations: Record<string, Migration> = {
   '007_endpoint_breakers': m007,
   '008_watcher': m008,
   '009_dashboard': m009,
+  '010_webhook_endpoints': m010,
 };
 
 export const migrationProvider: MigrationProvider = {

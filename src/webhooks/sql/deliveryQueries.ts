@@ -1,6 +1,6 @@
 import type { DbOrTx } from '../../db/database.js';
 
-/** What an attempt needs beyond the delivery row: the stored body, the event and the sealed secret. */
+/** What an attempt needs beyond the delivery row: the stored body, the event and the sealed secret(s). */
 export interface DeliveryContext {
   deliveryId: string;
   launchId: string;
@@ -9,19 +9,41 @@ export interface DeliveryContext {
   event: string;
   body: string;
   requestId: string | null;
+  /** The launch's secret, or the endpoint's current one for an endpoint delivery. */
   secretSealed: string;
+  /** An endpoint delivery: the webhook endpoint, its scheme and its previous secret during a rotation. */
+  endpointId: string | null;
+  scheme: 'service' | 'standard';
+  previousSecretSealed: string | null;
+  previousSecretExpiresAt: number | null;
 }
 
-/** Loads the event body and the launch's sealed secret for one delivery. */
+/** Loads the event body and the sealed secret(s) for one delivery (the launch's, or its endpoint's). */
 export async function loadDeliveryContext(db: DbOrTx, deliveryId: string): Promise<DeliveryContext | undefined> {
   const row = await db
     .selectFrom('deliveries as d')
     .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
     .innerJoin('launches as l', 'l.id', 'd.launch_id')
-    .select(['d.id', 'd.launch_id', 'l.owner', 'e.id as event_id', 'e.event', 'e.body', 'e.request_id', 'l.webhook_secret_enc'])
+    .leftJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+    .select([
+      'd.id',
+      'd.launch_id',
+      'd.endpoint_id',
+      'l.owner',
+      'e.id as event_id',
+      'e.event',
+      'e.body',
+      'e.request_id',
+      'l.webhook_secret_enc',
+      'w.secret_enc',
+      'w.signature_scheme',
+      'w.previous_secret_enc',
+      'w.previous_secret_expires_at',
+    ])
     .where('d.id', '=', deliveryId)
     .executeTakeFirst();
   if (!row) return undefined;
+  const endpoint = row.endpoint_id !== null && row.secret_enc !== null;
   return {
     deliveryId: row.id,
     launchId: row.launch_id,
@@ -30,7 +52,12 @@ export async function loadDeliveryContext(db: DbOrTx, deliveryId: string): Promi
     event: row.event,
     body: row.body,
     requestId: row.request_id,
-    secretSealed: row.webhook_secret_enc,
+    // A deleted endpoint's delivery has no secret to sign with (the attempt fails as secret_unavailable).
+    secretSealed: row.endpoint_id === null ? row.webhook_secret_enc : (row.secret_enc ?? ''),
+    endpointId: endpoint ? row.endpoint_id : null,
+    scheme: endpoint ? (row.signature_scheme ?? 'service') : 'service',
+    previousSecretSealed: endpoint ? row.previous_secret_enc : null,
+    previousSecretExpiresAt: endpoint && row.previous_secret_expires_at !== null ? Number(row.previous_secret_expires_at) : null,
   };
 }
 
@@ -48,7 +75,9 @@ const deliveryColumns = [
   'd.created_at',
   'd.updated_at',
   'd.completed_at',
+  'd.endpoint_id',
   'e.event',
+  'e.body',
   'e.sequence',
   'l.owner',
 ] as const;

@@ -9,19 +9,25 @@ export interface ProbeCase {
   auth: 'writer' | 'admin' | 'none';
 }
 
-/** Every route of SPEC §2 with its allowed methods; `:id` is replaced by bad ids. */
-export const ROUTES: Array<{ path: string; methods: string[] }> = [
+/** Every route of SPEC §2 with its allowed methods; `:id` is replaced by bad ids (and by a real id of its `idOf` kind). */
+export const ROUTES: Array<{ path: string; methods: string[]; idOf?: 'endpoint' }> = [
   { path: '/api/health', methods: ['GET', 'HEAD'] },
   { path: '/api/openapi', methods: ['GET'] },
   { path: '/api/webhooks/test', methods: ['POST'] },
   { path: '/api/launches', methods: ['GET', 'POST'] },
-  { path: '/api/launches/:id', methods: ['GET'] },
+  { path: '/api/launches/:id', methods: ['GET', 'PATCH'] },
+  { path: '/api/launches/:id/events', methods: ['GET'] },
   { path: '/api/launches/:id/deliveries', methods: ['GET'] },
   { path: '/api/deliveries/:id/redeliver', methods: ['POST'] },
   { path: '/api/dead-letters', methods: ['GET'] },
   { path: '/api/dead-letters/:id', methods: ['GET'] },
   { path: '/api/dead-letters/:id/retry', methods: ['POST'] },
   { path: '/api/dead-letters/:id/resolve', methods: ['POST'] },
+  { path: '/api/webhook-endpoints', methods: ['GET', 'POST'] },
+  { path: '/api/webhook-endpoints/:id', methods: ['GET', 'PATCH', 'DELETE'], idOf: 'endpoint' },
+  { path: '/api/webhook-endpoints/:id/rotate-secret', methods: ['POST'], idOf: 'endpoint' },
+  { path: '/api/webhook-endpoints/:id/recover', methods: ['POST'], idOf: 'endpoint' },
+  { path: '/api/webhook-endpoints/:id/stats', methods: ['GET'], idOf: 'endpoint' },
 ];
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -76,14 +82,14 @@ export const BAD_AUTH: Array<Record<string, string>> = [
 ];
 
 /** Builds the full case list for the given concrete ids (a real launch, to reach deeper code). */
-export function probeCases(existingLaunchId: string): ProbeCase[] {
+export function probeCases(existingLaunchId: string, existingEndpointId = 'we_none'): ProbeCase[] {
   const cases: ProbeCase[] = [];
   for (const route of ROUTES) {
-    const path = route.path.replace(':id', existingLaunchId);
+    const path = route.path.replace(':id', route.idOf === 'endpoint' ? existingEndpointId : existingLaunchId);
     for (const method of METHODS.filter((m) => !route.methods.includes(m))) cases.push({ label: `wrong method ${method} ${route.path}`, method, path, auth: 'admin', body: method === 'GET' ? undefined : '{}', headers: { 'content-type': 'application/json' } });
     if (route.path.includes(':id')) for (const id of BAD_IDS) for (const method of route.methods) cases.push({ label: `bad id ${id.slice(0, 30)} ${method} ${route.path}`, method, path: route.path.replace(':id', id), auth: 'admin' });
     for (const method of route.methods) for (const headers of BAD_AUTH) cases.push({ label: `bad auth ${JSON.stringify(headers).slice(0, 60)} ${method} ${route.path}`, method, path, auth: 'none', headers });
-    for (const method of route.methods.filter((m) => m === 'POST')) {
+    for (const method of route.methods.filter((m) => m === 'POST' || m === 'PATCH')) {
       for (const [name, body] of BAD_BODIES) cases.push({ label: `bad body (${name}) ${route.path}`, method, path, auth: 'admin', body, headers: { 'content-type': 'application/json' } });
       for (const type of BAD_CONTENT_TYPES) cases.push({ label: `content type "${type}" ${route.path}`, method, path, auth: 'admin', body: '{"a":1}', headers: type ? { 'content-type': type } : {} });
     }

@@ -1,0 +1,128 @@
+/** OpenAPI paths of the webhook endpoint routes, `PATCH /launches/{id}` and the launch event log (SPEC §13). */
+
+type Json = Record<string, unknown>;
+
+const bearer = [{ bearer: [] }];
+const err = { $ref: '#/components/schemas/Error' };
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [String(s), { description: 'Error envelope', content: { 'application/json': { schema: err } } }]));
+const json = (schema: Json, description: string) => ({ description, content: { 'application/json': { schema } } });
+const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const pageParams = [
+  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1 } },
+  { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0 } },
+];
+
+const filterDoc = 'Event kinds (launch.complete), group prefixes (launch.*) or "*" for every event; default ["*"]';
+
+export const webhookEndpointSchema: Json = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    url: { type: 'string' },
+    description: { type: ['string', 'null'] },
+    events: { type: 'array', items: { type: 'string' }, description: filterDoc },
+    signatureScheme: { enum: ['service', 'standard'] },
+    disabled: { type: 'boolean' },
+    disabledAt: { type: ['string', 'null'], format: 'date-time' },
+    disabledReason: { type: ['string', 'null'], description: 'disabled_by_owner | endpoint_answered_410 | failing_continuously' },
+    failingSince: { type: ['string', 'null'], format: 'date-time', description: 'Start of the current run of failed attempts' },
+    previousSecretExpiresAt: { type: ['string', 'null'], format: 'date-time', description: 'While set, attempts carry the signatures of the new and the previous secret' },
+    secret: { type: 'string', description: 'whsec_ + base64 of 32 random bytes; only in the create and rotate-secret answers' },
+    createdAt: { type: 'string', format: 'date-time' },
+    updatedAt: { type: 'string', format: 'date-time' },
+  },
+};
+
+const endpointBody = (required: string[]) => ({
+  required: true,
+  content: {
+    'application/json': {
+      schema: {
+        type: 'object',
+        additionalProperties: false,
+        required,
+        properties: {
+          url: { type: 'string', maxLength: 2048, description: 'http(s); https in production' },
+          events: { type: 'array', minItems: 1, maxItems: 50, items: { type: 'string' }, description: filterDoc },
+          description: { type: ['string', 'null'], maxLength: 500 },
+          ...(required.includes('url') ? { signatureScheme: { enum: ['service', 'standard'], default: 'service' } } : { disabled: { type: 'boolean' } }),
+        },
+      },
+    },
+  },
+});
+
+const endpoint = json({ type: 'object', properties: { endpoint: webhookEndpointSchema } }, '{endpoint}');
+
+/** `PATCH /api/launches/{id}`, merged into that path's item by buildOpenApi. */
+export const patchLaunchOperation: Json = {
+  summary: "Fix the launch's own webhook destination; pending deliveries go to it at once, later ones too",
+  security: bearer,
+  parameters: [idParam],
+  requestBody: {
+    required: true,
+    content: {
+      'application/json': {
+        schema: { type: 'object', additionalProperties: false, minProperties: 1, properties: { webhookUrl: { type: 'string', maxLength: 2048 }, webhookSecret: { type: 'string', minLength: 16, maxLength: 256 } } },
+      },
+    },
+  },
+  responses: { 200: { description: '{launch}' }, ...errors(400, 401, 403, 404, 415) },
+};
+
+export const webhookEndpointPaths: Json = {
+  '/api/launches/{id}/events': {
+    get: {
+      summary: 'The launch event log with each exact envelope (payload), in sequence order',
+      security: bearer,
+      parameters: [idParam, ...pageParams],
+      responses: { 200: { description: '{events: [{id, event, sequence, createdAt, requestId, payload}], pagination}' }, ...errors(400, 401, 403, 404) },
+    },
+  },
+  '/api/webhook-endpoints': {
+    post: {
+      summary: "Create an endpoint that receives the owner's events of every launch (the secret is returned only here)",
+      security: bearer,
+      requestBody: endpointBody(['url']),
+      responses: { 201: { ...endpoint, description: '{endpoint} with secret; Location header' }, ...errors(400, 401, 403, 415) },
+    },
+    get: { summary: "The caller's endpoints, newest first", security: bearer, parameters: pageParams, responses: { 200: { description: '{endpoints, pagination}' }, ...errors(400, 401, 403) } },
+  },
+  '/api/webhook-endpoints/{id}': {
+    get: { summary: 'One endpoint (never its secret)', security: bearer, parameters: [idParam], responses: { 200: endpoint, ...errors(401, 403, 404) } },
+    patch: {
+      summary: 'Change url, events, description; disabled: true pauses its deliveries, false resumes them',
+      security: bearer,
+      parameters: [idParam],
+      requestBody: endpointBody([]),
+      responses: { 200: endpoint, ...errors(400, 401, 403, 404, 415) },
+    },
+    delete: { summary: 'Delete the endpoint; its unsent deliveries are canceled', security: bearer, parameters: [idParam], responses: { 204: { description: 'Deleted' }, ...errors(401, 403, 404) } },
+  },
+  '/api/webhook-endpoints/{id}/rotate-secret': {
+    post: {
+      summary: 'New secret; until expiresInSeconds pass every attempt carries both signatures (X-Service-Signature: sha256=<new> sha256=<old>)',
+      security: bearer,
+      parameters: [idParam],
+      requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { expiresInSeconds: { type: 'integer', minimum: 0, maximum: 604800, default: 86400 } } } } } },
+      responses: { 200: { ...endpoint, description: '{endpoint} with the new secret' }, ...errors(400, 401, 403, 404, 415) },
+    },
+  },
+  '/api/webhook-endpoints/{id}/recover': {
+    post: {
+      summary: 'Re-queue the failed deliveries created since a time whose event has not reached the endpoint since',
+      security: bearer,
+      parameters: [idParam],
+      requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['since'], properties: { since: { type: 'string', format: 'date-time' } } } } } },
+      responses: { 202: { description: '{recovered: {since, deliveries, deliveryIds}}' }, ...errors(400, 401, 403, 404, 409, 415) },
+    },
+  },
+  '/api/webhook-endpoints/{id}/stats': {
+    get: {
+      summary: 'Attempts of the last 24 h: success rate, p50/p99 latency, deliveries by status',
+      security: bearer,
+      parameters: [idParam],
+      responses: { 200: { description: '{stats: {attempts, succeeded, failed, successRate, latencyMs: {p50, p99}, deliveries}}' }, ...errors(401, 403, 404) },
+    },
+  },
+};

@@ -1,0 +1,19 @@
+import { WEBHOOK_EVENT_KINDS } from '../sampleEvents.js';
+
+/** Every event kind an endpoint can subscribe to (SPEC §4.1 and §9). */
+export const SUBSCRIBABLE_KINDS: readonly string[] = [...new Set<string>([...WEBHOOK_EVENT_KINDS, 'fees.claimed'])];
+
+const GROUPS = new Set(SUBSCRIBABLE_KINDS.map((k) => k.split('.')[0]));
+
+/** Why a filter entry is refused, or undefined when it is `*`, a known kind or a `group.*` prefix. */
+export function filterEntryProblem(entry: string): string | undefined {
+  if (entry === '*' || SUBSCRIBABLE_KINDS.includes(entry)) return undefined;
+  const prefix = /^([a-z]+)\.\*$/.exec(entry)?.[1];
+  if (prefix !== undefined && GROUPS.has(prefix)) return undefined;
+  return `must be "*", an event kind (${SUBSCRIBABLE_KINDS.join(', ')}) or a prefix such as "launch.*"`;
+}
+
+/** Whether an endpoint with this filter receives `event`: exact kinds and `group.*` prefixes. */
+export function filterMatches(filter: readonly string[], event: string): boolean {
+  return filter.some((entry) => entry === '*' || entry === event || (entry.endsWith('.*') && event.startsWith(entry.slice(0, -1))));
+}
