@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { launchRequestSchema } from '../launches/request.js';
-import { patchLaunchOperation, webhookEndpointPaths } from './openapiEndpoints.js';
+import { envelopeSchema, EVENT_DATA_SCHEMAS, type DocumentedEventKind } from '../webhooks/eventSchemas.js';
+import { patchLaunchOperation, webhookEndpointPaths, webhookEventDocs } from './openapiEndpoints.js';
 
 type Json = Record<string, unknown>;
 
@@ -32,8 +33,16 @@ const pageParams = [
 export function buildOpenApi(version: string): Json {
   const launchRequest = z.toJSONSchema(launchRequestSchema, { io: 'input', unrepresentable: 'any' }) as Json;
   delete launchRequest.$schema;
+  const eventSchemas = Object.fromEntries(
+    (Object.keys(EVENT_DATA_SCHEMAS) as DocumentedEventKind[]).map((kind) => {
+      const schema = z.toJSONSchema(envelopeSchema(kind), { io: 'output', unrepresentable: 'any' }) as Json;
+      delete schema.$schema;
+      return [kind, schema];
+    }),
+  );
   return {
     openapi: '3.1.0',
+    webhooks: webhookEventDocs(eventSchemas),
     info: { title: 'Token launch service', version, description: 'Launches SPL tokens as durable jobs and reports each step through signed webhooks. API version 2026-10-01 (Service-Api-Version header).' },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key sk_...; also accepted as x-api-key' } },

@@ -126,3 +126,40 @@ export const webhookEndpointPaths: Json = {
     },
   },
 };
+
+const signatureHeaders = [
+  { name: 'X-Service-Signature', in: 'header', required: false, schema: { type: 'string' }, description: 'service scheme: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">, space-separated, one per valid secret during a rotation' },
+  { name: 'X-Service-Timestamp', in: 'header', required: false, schema: { type: 'string' }, description: 'service scheme: unix seconds of this attempt' },
+  { name: 'webhook-id', in: 'header', required: false, schema: { type: 'string' }, description: 'standard scheme: the event id' },
+  { name: 'webhook-timestamp', in: 'header', required: false, schema: { type: 'string' }, description: 'standard scheme: unix seconds of this attempt' },
+  { name: 'webhook-signature', in: 'header', required: false, schema: { type: 'string' }, description: 'standard scheme: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">, space-separated' },
+  { name: 'X-Service-Event', in: 'header', required: true, schema: { type: 'string' } },
+  { name: 'X-Service-Event-Id', in: 'header', required: true, schema: { type: 'string' } },
+  { name: 'X-Service-Attempt', in: 'header', required: true, schema: { type: 'string' } },
+  { name: 'X-Request-ID', in: 'header', required: true, schema: { type: 'string' } },
+];
+
+/**
+ * OpenAPI `webhooks`: one entry per event kind, its envelope generated from the schemas in
+ * `src/webhooks/eventSchemas.ts` (the ones the test route's samples and the recorded events are checked against).
+ */
+export function webhookEventDocs(schemas: Record<string, Json>): Json {
+  return Object.fromEntries(
+    Object.entries(schemas).map(([kind, schema]) => [
+      kind,
+      {
+        post: {
+          summary: `${kind} event`,
+          description: 'Sent to the launch webhookUrl and to every matching webhook endpoint; verify with @launch-service/webhooks (packages/webhooks).',
+          parameters: signatureHeaders,
+          requestBody: { required: true, content: { 'application/json': { schema } } },
+          responses: {
+            '2XX': { description: 'Received; answer within 10 s, process afterwards' },
+            '410': { description: 'Gone: a webhook endpoint answering 410 is disabled' },
+            default: { description: 'Any other answer, a timeout or a redirect is a failed attempt, retried on the schedule' },
+          },
+        },
+      },
+    ]),
+  );
+}

@@ -4,6 +4,7 @@ import { Keypair } from '@solana/web3.js';
 import { TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PROGRAM_IDS } from '../../src/chain/programs/programIds.js';
+import { checkEnvelope } from '../../src/webhooks/eventSchemas.js';
 import { ataBalance, readMintBack } from '../chain/support/readBack.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -50,6 +51,8 @@ describe.skipIf(missing.length > 0)(`full spl-token launch with vesting, DAO and
       'launch.step_complete', 'dao.created',
       'launch.step_complete', 'launch.complete',
     ]);
+    // Every payload matches its documented schema (OpenAPI webhooks section).
+    for (const e of events) expect(checkEnvelope(JSON.parse(e.body)), e.event).toEqual({ ok: true });
     const data = JSON.parse(events.at(-1)!.body).data;
     for (const field of ['mint', 'metadata', 'vestingContract']) expect(data[field]).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
     expect(data.dao.realm).toBeTruthy();

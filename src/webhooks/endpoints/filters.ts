@@ -1,7 +1,7 @@
-import { WEBHOOK_EVENT_KINDS } from '../sampleEvents.js';
+import { EVENT_DATA_SCHEMAS } from '../eventSchemas.js';
 
-/** Every event kind an endpoint can subscribe to (SPEC §4.1 and §9). */
-export const SUBSCRIBABLE_KINDS: readonly string[] = [...new Set<string>([...WEBHOOK_EVENT_KINDS, 'fees.claimed'])];
+/** Every event kind an endpoint can subscribe to (SPEC §4.1 and §9): the documented ones. */
+export const SUBSCRIBABLE_KINDS: readonly string[] = Object.keys(EVENT_DATA_SCHEMAS);
 
 const GROUPS = new Set(SUBSCRIBABLE_KINDS.map((k) => k.split('.')[0]));
 

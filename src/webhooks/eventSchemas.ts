@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+/**
+ * The payload of every webhook event kind (SPEC §4.1, §9): the envelope and each kind's `data`.
+ * OpenAPI's `webhooks` section is generated from these, the test route's samples are parsed
+ * through them, and tests check the events real launches record against them. Objects are loose:
+ * receivers must ignore fields they do not know, and the service may add some.
+ */
+
+const address = z.string().describe('base58 address');
+const signature = z.string().describe('base58 transaction signature');
+const amount = z.string().regex(/^\d+$/).describe('raw base units as a decimal string');
+const transaction = z.looseObject({ type: z.string().describe('mint | metadata | distribution | vesting | dao | pool | …'), signature });
+
+const launchStatus = (status: 'queued' | 'processing') => z.looseObject({ status: z.literal(status) });
+
+export const EVENT_DATA_SCHEMAS = {
+  'launch.queued': launchStatus('queued').extend({
+    retry: z.boolean().optional().describe('true when a failed launch was requeued from its dead letter'),
+    resumeAt: z.string().nullable().optional().describe('the step a requeued launch resumes at'),
+  }),
+  'launch.processing': launchStatus('processing'),
+  'launch.step_complete': z.looseObject({
+    step: z.string(),
+    index: z.number().int().min(1),
+    total: z.number().int().min(1),
+    transactions: z.array(transaction),
+    result: z.record(z.string(), z.unknown()).describe("the step's result: the addresses it created"),
+  }),
+  'launch.complete': z.looseObject({
+    mint: address.nullable(),
+    metadata: address.nullable(),
+    vestingContract: address.nullable(),
+    dao: z.looseObject({ realm: address.nullable(), treasury: address.nullable() }).nullable(),
+    pool: z.looseObject({ address: address.nullable(), lpMint: address.nullable() }).nullable(),
+    transactions: z.array(transaction),
+  }),
+  'launch.failed': z.looseObject({
+    error: z.looseObject({ code: z.string(), message: z.string(), step: z.string().nullable() }),
+    partialResults: z.record(z.string(), z.unknown()).describe('every address already created'),
+  }),
+  'vesting.created': z.looseObject({ vestingContract: address }),
+  'dao.created': z.looseObject({ dao: z.looseObject({ realm: address, treasury: address }).optional(), realm: address.optional(), treasury: address.optional() }),
+  'vesting.cliff_reached': z.looseObject({ vestingContract: address, beneficiary: address, cliffTime: z.union([z.number(), z.string()]).optional(), unlockedAmount: amount.optional() }),
+  'vesting.claimed': z.looseObject({ vestingContract: address, beneficiary: address, amount, totalClaimed: amount.optional(), remaining: amount.optional(), signature }),
+  'vesting.complete': z.looseObject({ vestingContract: address, totalClaimed: amount, signature: signature.optional() }),
+  'dao.proposal_created': z.looseObject({ realm: address, governance: address.optional(), proposal: address, name: z.string().optional(), proposer: address.optional(), signature: signature.optional() }),
+  'dao.vote_cast': z.looseObject({ realm: address, proposal: address, voter: address, vote: z.string().describe('approve | deny | abstain | veto'), weight: amount, signature: signature.optional() }),
+  'dao.proposal_passed': z.looseObject({ realm: address, proposal: address, state: z.string().optional(), yesVotes: amount, noVotes: amount }),
+  'dao.proposal_failed': z.looseObject({ realm: address, proposal: address, state: z.string().optional(), yesVotes: amount, noVotes: amount }),
+  'fees.claimed': z.looseObject({ pool: address, claimer: address, amounts: z.record(z.string(), amount).describe('per mint'), signature }),
+} as const;
+
+export type DocumentedEventKind = keyof typeof EVENT_DATA_SCHEMAS;
+
+/** The envelope of one event kind (SPEC §4.1). */
+export function envelopeSchema(kind: DocumentedEventKind) {
+  return z.object({
+    id: z.string().describe('evt_…: unique per event, stable across retries; dedupe on it'),
+    event: z.literal(kind),
+    timestamp: z.string().describe('ISO 8601 time the event was recorded'),
+    launchId: z.string(),
+    sequence: z.number().int().min(1).describe('1, 2, 3… per launch'),
+    data: EVENT_DATA_SCHEMAS[kind],
+  });
+}
+
+/** Whether a recorded body matches its kind's schema; kinds without a schema pass. */
+export function checkEnvelope(body: unknown): { ok: true } | { ok: false; kind: string; issues: string[] } {
+  const kind = (body as { event?: unknown } | null)?.event;
+  if (typeof kind !== 'string' || !(kind in EVENT_DATA_SCHEMAS)) return { ok: true };
+  const parsed = envelopeSchema(kind as DocumentedEventKind).safeParse(body);
+  return parsed.success ? { ok: true } : { ok: false, kind, issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) };
+}
