@@ -1,4 +1,5 @@
 import { benchBacklog } from './backlog.js';
+import { benchDashboard } from './dashboard.js';
 import { benchDispatch } from './dispatch.js';
 import { benchHealth } from './health.js';
 import { benchIsolation } from './isolation.js';
@@ -22,6 +23,7 @@ const goals: Record<string, Goal> = {
   isolation: { text: 'ratio ≥ 0.9', met: (r) => r.ratio >= 0.9 },
   'backlog-memory': { text: '< 300 MB', met: (r) => r.value < 300 },
   pipeline: { text: 'ratio ≥ 0.5', met: (r) => r.ratio >= 0.5 },
+  'dashboard-page-p95-worst': { text: '< 100 ms', met: (r) => r.value < 100 },
 };
 
 function rows(results: BenchResult[], note: string): BenchRow[] {
@@ -39,4 +41,5 @@ export const scenarios: Scenario[] = [
   { name: 'isolation', run: async () => (({ result, note }) => rows([result], note))(await benchIsolation(5000)) },
   { name: 'backlog-memory', run: async () => (({ result, note }) => rows([result], note))(await benchBacklog(100_000, 5000)) },
   { name: 'pipeline', run: async () => (({ result, note }) => rows([result], note))(await benchPipeline(30)) },
+  { name: 'dashboard', run: async () => (({ results, note }) => rows(results, note))(await benchDashboard(10_000, 10, 20)) },
 ];

@@ -14,12 +14,20 @@ export interface DeadLetterFilter {
   offset: number;
 }
 
-/** Newest dead letters first, one page (admin only). */
+/**
+ * Newest dead letters first, one page (admin only). A status without a kind reads each kind through
+ * the (status, kind, created_at) index and merges, so no filter ever sorts the whole table.
+ */
 export async function listDeadLettersPage(db: Db, filter: DeadLetterFilter): Promise<DeadLetterRow[]> {
-  let q = db.selectFrom('dead_letters').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(PAGE).offset(filter.offset);
-  if (filter.status) q = q.where('status', '=', filter.status);
-  if (filter.kind) q = q.where('kind', '=', filter.kind);
-  return q.execute();
+  const page = (kind: DeadLetterRow['kind'] | undefined, limit: number, offset: number) => {
+    let q = db.selectFrom('dead_letters').selectAll().orderBy('created_at', 'desc').limit(limit).offset(offset);
+    if (filter.status) q = q.where('status', '=', filter.status);
+    if (kind) q = q.where('kind', '=', kind);
+    return q.execute();
+  };
+  if (!filter.status || filter.kind) return page(filter.kind, PAGE, filter.offset);
+  const both = (await Promise.all(DEAD_LETTER_KINDS.map((kind) => page(kind, filter.offset + PAGE, 0)))).flat();
+  return both.sort((a, b) => Number(b.created_at) - Number(a.created_at)).slice(filter.offset, filter.offset + PAGE);
 }
 
 /** One form: tick dead letters and retry them together, or retry / resolve one with its own button. */

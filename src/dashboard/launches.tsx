@@ -30,7 +30,6 @@ export async function listLaunchesPage(db: Db, user: DashboardUser, filter: Laun
     .selectFrom('launches')
     .select(['id', 'owner', 'status', 'created_at', 'completed_at', sql<string | null>`json_extract(request, '$.name')`.as('name'), sql<string | null>`json_extract(request, '$.ticker')`.as('ticker')])
     .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
     .limit(PAGE)
     .offset(filter.offset);
   const owner = user.isAdmin ? filter.owner : user.owner;

@@ -15,7 +15,11 @@ export interface OverviewData {
   perMinute: { delivered: number[]; failed: number[]; launches: number[]; p50: Array<number | null>; p99: Array<number | null> };
 }
 
-const countsBy = (rows: Array<{ status: string; n: number }>) => Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+/** Counts on the overview stop here and read "1000+" (the lists below page through the rest). */
+export const COUNT_CAP = 1000;
+const LAUNCH_STATUSES = ['queued', 'processing', 'complete', 'failed'];
+const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'];
+const shown = (n: number) => (n > COUNT_CAP ? `${COUNT_CAP}+` : String(n));
 
 function percentile(sorted: number[], q: number): number | null {
   if (sorted.length === 0) return null;
@@ -26,13 +30,26 @@ function percentile(sorted: number[], q: number): number | null {
 export async function loadOverview(db: Db, user: DashboardUser, now: number): Promise<OverviewData> {
   const owner = user.isAdmin ? undefined : user.owner;
   const since = now - MINUTES * 60_000;
-  let launches = db.selectFrom('launches').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status');
-  if (owner) launches = launches.where('owner', '=', owner);
-  let deliveries = db.selectFrom('deliveries').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status');
-  if (owner) deliveries = deliveries.where('launch_id', 'in', sql<string>`(select id from launches where owner = ${owner})`);
+  // Each count stops at COUNT_CAP rows of its index, so the page costs the same at any volume.
+  const launches: Record<string, number> = {};
+  for (const status of LAUNCH_STATUSES) {
+    const { rows } = await sql<{ n: number }>`select count(*) as n from (select 1 from launches where status = ${status} ${owner ? sql`and owner = ${owner}` : sql``} limit ${COUNT_CAP + 1})`.execute(db);
+    launches[status] = Number(rows[0]?.n ?? 0);
+  }
+  const deliveries: Record<string, number> = {};
+  for (const status of DELIVERY_STATUSES) {
+    // For an owner, walk its launches first (CROSS JOIN keeps that order in SQLite), then their deliveries
+    // by launch (`+` keeps SQLite off the status index, which would scan every owner's deliveries).
+    const { rows } = owner
+      ? await sql<{ n: number }>`select count(*) as n from (select 1 from launches l cross join deliveries d on d.launch_id = l.id
+          where l.owner = ${owner} and +d.status = ${status} limit ${COUNT_CAP + 1})`.execute(db)
+      : await sql<{ n: number }>`select count(*) as n from (select 1 from deliveries where status = ${status} limit ${COUNT_CAP + 1})`.execute(db);
+    deliveries[status] = Number(rows[0]?.n ?? 0);
+  }
+  // The last hour's attempts come off the started_at index first (CROSS JOIN), then the owner filter.
   const attempts = await sql<{ minute: number; outcome: string; duration_ms: number }>`
     select (a.started_at - ${since}) / 60000 as minute, a.outcome, a.duration_ms from delivery_attempts a
-    ${owner ? sql`join deliveries d on d.id = a.delivery_id join launches l on l.id = d.launch_id and l.owner = ${owner}` : sql``}
+    ${owner ? sql`cross join deliveries d on d.id = a.delivery_id cross join launches l on l.id = d.launch_id and l.owner = ${owner}` : sql``}
     where a.started_at >= ${since} order by a.started_at limit 50000`.execute(db);
   let created = db.selectFrom('launches').select(sql<number>`(created_at - ${since}) / 60000`.as('minute')).where('created_at', '>=', since);
   if (owner) created = created.where('owner', '=', owner);
@@ -52,8 +69,8 @@ export async function loadOverview(db: Db, user: DashboardUser, now: number): Pr
     ? Number((await db.selectFrom('dead_letters').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'open').executeTakeFirstOrThrow()).n)
     : null;
   return {
-    launches: countsBy(await launches.execute()),
-    deliveries: countsBy(await deliveries.execute()),
+    launches,
+    deliveries,
     openDeadLetters: deadLetters,
     perMinute: {
       delivered,
@@ -72,7 +89,7 @@ const Counts: FC<{ title: string; counts: Record<string, number>; order: string[
       {order.map((status) => (
         <div class="card">
           <Badge value={status} />
-          <b data-count={`${title.toLowerCase()}-${status}`}>{counts[status] ?? 0}</b>
+          <b data-count={`${title.toLowerCase()}-${status}`}>{shown(counts[status] ?? 0)}</b>
         </div>
       ))}
     </div>
@@ -113,8 +130,8 @@ export const OverviewPage: FC<{ user: DashboardUser; data: OverviewData; health:
           <a href="/dashboard/breakers">breakers</a> · open dead letters: <a href="/dashboard/dead-letters?status=open">{data.openDeadLetters}</a>
         </p>
       )}
-      <Counts title="Launches" counts={data.launches} order={['queued', 'processing', 'complete', 'failed']} />
-      <Counts title="Deliveries" counts={data.deliveries} order={['pending', 'delivered', 'failed']} />
+      <Counts title="Launches" counts={data.launches} order={LAUNCH_STATUSES} />
+      <Counts title="Deliveries" counts={data.deliveries} order={DELIVERY_STATUSES} />
       <h2>Last hour</h2>
       <div class="charts">
         <LineChart
