@@ -11,6 +11,7 @@ import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js
 import { newId } from '../../src/lib/ids.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
+import { endpointKey, hostOfEndpoint } from '../../src/webhooks/endpointKey.js';
 import { percentile, result, type BenchResult } from './types.js';
 
 const STEPS = ['create_mint', 'create_metadata', 'distribute_supply'];
@@ -91,7 +92,11 @@ export async function fill(db: Db, secretKey: Buffer, launches: number, deliveri
       for (let k = 0; k < deadRows.length; k += 500) await trx.insertInto('dead_letters').values(deadRows.slice(k, k + 500) as never).execute();
     }
     for (let h = 0; h < 20; h++) {
-      await trx.insertInto('breaker_states').values({ host: `hooks${h}.example.com`, state: h < 2 ? 'open' : 'closed', failures: h < 2 ? 3 : 0, opened_at: h < 2 ? now : null, updated_at: now }).execute();
+      const url = `https://hooks${h}.example.com/hooks`;
+      await trx
+        .insertInto('endpoint_breakers')
+        .values({ endpoint: endpointKey(url), host: hostOfEndpoint(endpointKey(url)), state: h < 2 ? 'open' : 'closed', failures: h < 2 ? 3 : 0, opened_at: h < 2 ? now : null, updated_at: now })
+        .execute();
     }
   });
   return { sampleLaunch };
