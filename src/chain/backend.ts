@@ -1,3 +1,4 @@
+import type { BreakerSnapshot } from '../lib/breaker.js';
 import type { AccountInfo, Keypair, PublicKey } from '@solana/web3.js';
 import type { ChainHistory } from './history.js';
 
@@ -59,6 +60,6 @@ export interface ChainBackend {
   /** What the chain watcher reads: address histories, transactions, accounts, program scans (SPEC §9). */
   readonly history: ChainHistory;
   /** Circuit breaker state, when the backend has one (RPC). */
-  breakerState?(): { state: 'closed' | 'open' | 'half-open'; failures: number };
+  breakerState?(): BreakerSnapshot;
   close(): Promise<void>;
 }

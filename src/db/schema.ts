@@ -33,8 +33,6 @@ export interface LaunchesTable {
   request: string;
   webhook_url: string;
   webhook_secret_enc: string;
-  key_material_enc: string | null;
-  addresses: Generated<string>;
   results: Generated<string>;
   error: string | null;
   request_id: string | null;

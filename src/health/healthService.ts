@@ -1,10 +1,6 @@
+import type { BreakerSnapshot } from '../lib/breaker.js';
 import type { Clock } from '../lib/clock.js';
 import { runCheck, type CheckResult, type Probe } from './runCheck.js';
-
-export interface BreakerSnapshot {
-  state: 'closed' | 'open' | 'half-open';
-  failures: number;
-}
 
 /** Anything that can list circuit breakers by endpoint host (the webhook engine's registry). */
 export interface BreakerSource {

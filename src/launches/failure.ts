@@ -1,16 +1,14 @@
-import { NonRetriableError, RetryAfterError, TransientError } from '../lib/retry.js';
+import { NonRetriableError, TransientError } from '../lib/retry.js';
 
 export interface ClassifiedFailure {
   retriable: boolean;
   code: string;
   message: string;
-  retryAfterMs?: number;
 }
 
 /** Sorts a step failure into the classes of SPEC §3; unknown errors count as transient. */
 export function classifyFailure(error: unknown): ClassifiedFailure {
   if (error instanceof NonRetriableError) return { retriable: false, code: error.code, message: error.message };
-  if (error instanceof RetryAfterError) return { retriable: true, code: error.code, message: error.message, retryAfterMs: error.retryAfterMs };
   if (error instanceof TransientError) return { retriable: true, code: error.code, message: error.message };
   const message = error instanceof Error ? error.message : String(error);
   return { retriable: true, code: 'internal_error', message };

@@ -15,7 +15,6 @@ export async function insertLaunch(
       request: args.request,
       webhook_url: args.webhookUrl,
       webhook_secret_enc: args.webhookSecretEnc,
-      key_material_enc: null,
       error: null,
       request_id: args.requestId,
       lease_owner: null,

@@ -12,18 +12,6 @@ export class TransientError extends Error {
   }
 }
 
-/** A transient failure that names when to try again. */
-export class RetryAfterError extends TransientError {
-  constructor(
-    message: string,
-    readonly retryAfterMs: number,
-    options?: { cause?: unknown },
-  ) {
-    super(message, 'retry_after', options);
-    this.name = 'RetryAfterError';
-  }
-}
-
 /**
  * A failure that no retry can fix: the launch fails at once.
  * Codes: `invalid_configuration`, `insufficient_balance`, `program_error`, `chain_capability_missing`.

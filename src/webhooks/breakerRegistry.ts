@@ -1,3 +1,4 @@
+import type { BreakerSnapshot } from '../lib/breaker.js';
 import { EventEmitter } from 'node:events';
 import CircuitBreaker from 'opossum';
 import type { Db } from '../db/database.js';
@@ -16,10 +17,7 @@ import { hostOfEndpoint } from './endpointKey.js';
 import type { AttemptOutcome } from './httpClient.js';
 import { loadBreakerStates, saveBreakerState } from './sql/breakers.js';
 
-export interface BreakerSnapshotEntry {
-  state: BreakerStateName;
-  failures: number;
-}
+export type BreakerSnapshotEntry = BreakerSnapshot;
 
 /** One endpoint's breaker as operators see it (`GET /api/breakers`). */
 export interface BreakerInfo {

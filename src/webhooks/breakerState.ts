@@ -5,7 +5,9 @@
  * closed --N consecutive failures--> open --resetTimeout elapsed--> half-open
  * half-open --trial succeeds--> closed;  half-open --trial fails--> open (for another resetTimeout)
  */
-export type BreakerStateName = 'closed' | 'open' | 'half-open';
+import type { BreakerStateName } from '../lib/breaker.js';
+
+export type { BreakerStateName };
 
 export interface BreakerState {
   state: BreakerStateName;

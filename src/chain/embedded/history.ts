@@ -4,14 +4,12 @@ import { sql } from 'kysely';
 import type { LiteSVM } from 'litesvm';
 import type { Db, DbOrTx } from '../../db/database.js';
 import type { HistoryTransaction, SignatureEntry, TokenBalance } from '../history.js';
+import { LAMPORTS_PER_SIGNATURE } from '../transaction.js';
 import type { ExecutionMeta } from './svm.js';
 import { readStored } from './svm.js';
 
 const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
 const TOKEN_2022_PROGRAM = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb';
-
-/** Lamports per signature on the embedded chain (LiteSVM's default fee rate). */
-export const LAMPORTS_PER_SIGNATURE = 5000;
 
 /** A token balance in the form `getTransaction` answers it. */
 export interface RpcTokenBalance {

@@ -3,7 +3,8 @@ import bs58 from 'bs58';
 import { NonRetriableError, TransientError } from '../../lib/retry.js';
 import type { AccountFilter } from '../history.js';
 import type { EmbeddedBackend } from './backend.js';
-import { LAMPORTS_PER_SIGNATURE, uiAmount } from './history.js';
+import { LAMPORTS_PER_SIGNATURE } from '../transaction.js';
+import { uiAmount } from './history.js';
 import type { Execution } from './svm.js';
 
 /** A JSON-RPC error as a Solana node sends it (`code`, `message`, optional `data`). */

@@ -1,3 +1,4 @@
+import type { BreakerSnapshot } from '../../lib/breaker.js';
 import CircuitBreaker from 'opossum';
 import { NonRetriableError, TransientError } from '../../lib/retry.js';
 import { classifyRpcError } from '../errors.js';
@@ -15,7 +16,7 @@ export interface RpcBreakerOptions {
 /** Runs RPC calls behind one opossum breaker; every failure leaves classified. */
 export interface RpcBreaker {
   call<T>(fn: () => Promise<T>): Promise<T>;
-  state(): { state: 'closed' | 'open' | 'half-open'; failures: number };
+  state(): BreakerSnapshot;
   shutdown(): void;
 }
 

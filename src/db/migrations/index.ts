@@ -3,6 +3,7 @@ import * as m001 from './001_initial.js';
 import * as m003 from './003_chain.js';
 import * as m004 from './004_delivery_claim_indexes.js';
 import * as m005 from './005_fencing.js';
+import * as m006 from './006_drop_unread_columns.js';
 import * as m007 from './007_endpoint_breakers.js';
 import * as m008 from './008_watcher.js';
 import * as m009 from './009_dashboard.js';
@@ -14,6 +15,7 @@ export const migrations: Record<string, Migration> = {
   '003_chain': m003,
   '004_delivery_claim_indexes': m004,
   '005_fencing': m005,
+  '006_drop_unread_columns': m006,
   '007_endpoint_breakers': m007,
   '008_watcher': m008,
   '009_dashboard': m009,
