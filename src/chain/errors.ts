@@ -10,6 +10,17 @@ export function classifyTransactionFailure(text: string, cause?: unknown): Error
   if (/blockhash ?not ?found|block ?height ?exceeded|blockhash.*expired/i.test(text)) {
     return new TransientError(`blockhash expired: ${firstLine(text)}`, 'blockhash_expired', { cause });
   }
+  // A created account (not the fee payer, index 0) short of rent: the program allocated more than
+  // the service funded. A sizing bug, not the payer's balance; retried after the step re-plans.
+  const rent = /InsufficientFundsForRent \{ account_index: (\d+) \}|account \((\d+)\) with insufficient funds for rent/i.exec(text);
+  const rentIndex = rent ? Number(rent[1] ?? rent[2]) : undefined;
+  if (rentIndex !== undefined && rentIndex > 0) {
+    return new TransientError(
+      `account ${rentIndex} of the transaction is not rent-exempt at the size the program allocated (the service sized it, not the payer's balance): ${firstLine(text)}`,
+      'account_underfunded',
+      { cause },
+    );
+  }
   if (
     /insufficient ?funds ?for ?(fee|rent)|insufficient lamports|no record of a prior credit|AccountNotFound|InvalidAccountForFee/i.test(text)
   ) {

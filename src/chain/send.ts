@@ -1,6 +1,6 @@
 import type { Keypair, Transaction, TransactionInstruction } from '@solana/web3.js';
 import bs58 from 'bs58';
-import { NonRetriableError } from '../lib/retry.js';
+import { NonRetriableError, TransientError } from '../lib/retry.js';
 import type { BlockhashInfo, Commitment } from './backend.js';
 import type { PendingTx, StepContext } from './steps/types.js';
 import { serializeSigned } from './ed25519.js';
@@ -32,26 +32,52 @@ export interface SendResult {
 
 /**
  * The idempotent send procedure (SPEC §3). With no recorded transaction: pre-check the payer's
- * balance, sign, record (durably) and only then send and confirm. With a recorded one: a
- * confirmed signature is done; a failed one is a program error; an unknown one is done when the
- * postcondition holds, else re-sent as the same bytes while its blockhash is valid, else re-signed
- * with a fresh blockhash (recorded first). An old transaction can never land after a re-sign,
- * because re-signing waits for its blockhash to expire.
+ * balance, sign, record (durably) and only then send and confirm. With a recorded one: any
+ * signature the step ever signed that landed successfully is done; one that failed on chain is a
+ * failure only when the postcondition does not hold (the effect may have landed through another
+ * signature); an unknown one is done when the postcondition holds, else re-sent as the same bytes
+ * while its blockhash is valid, else — after checking every status once more, since a
+ * transaction can land right before its blockhash expires — re-signed with a fresh blockhash. The
+ * new record keeps every earlier signature. An old transaction can never land after a re-sign,
+ * because re-signing waits for its blockhash to expire. Any transaction error is checked against
+ * the postcondition before it fails the step.
  */
 export async function sendIdempotent(ctx: StepContext, spec: IdempotentSend): Promise<SendResult> {
+  try {
+    return await sendOrResume(ctx, spec);
+  } catch (error) {
+    // A transaction error with the effect on chain (it landed late, or through another signature) is success.
+    if (!(error instanceof NonRetriableError) || error.code !== 'program_error') throw error;
+    if (!(await spec.postcondition())) throw error;
+    const recorded = ctx.pending[spec.label];
+    ctx.logger.info({ tx: spec.label, signature: recorded?.signature }, 'transaction reported a failure but its effect is on chain');
+    return { type: spec.type, signature: (await landedSignature(ctx, recorded)) ?? recorded?.signature ?? '', via: 'postcondition' };
+  }
+}
+
+/** Every signature a pending record holds, newest first. */
+function signaturesOf(recorded: PendingTx): Array<{ signature: string; lastValidBlockHeight: number }> {
+  return [{ signature: recorded.signature, lastValidBlockHeight: recorded.lastValidBlockHeight }, ...[...(recorded.earlier ?? [])].reverse()];
+}
+
+/** The recorded signature that landed without error, if any. */
+async function landedSignature(ctx: StepContext, recorded: PendingTx | undefined): Promise<string | undefined> {
+  if (!recorded) return undefined;
+  for (const s of signaturesOf(recorded)) {
+    const status = await ctx.chain.getSignatureStatus(s.signature);
+    if (status && !status.err) return s.signature;
+  }
+  return undefined;
+}
+
+async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<SendResult> {
   const { chain } = ctx;
   const commitment = spec.commitment ?? 'confirmed';
   const log = ctx.logger.child({ tx: spec.label });
   const recorded = ctx.pending[spec.label];
   if (recorded) {
-    const status = await chain.getSignatureStatus(recorded.signature);
-    if (status?.err) {
-      throw new NonRetriableError('program_error', `${spec.type} transaction ${recorded.signature} failed on chain: ${String(status.err)}`);
-    }
-    if (status) {
-      await chain.confirmTransaction(recorded.signature, recorded.lastValidBlockHeight, commitment);
-      return { type: spec.type, signature: recorded.signature, via: 'recorded' };
-    }
+    const resolved = await resolveRecorded(ctx, spec, recorded);
+    if (resolved) return resolved;
     if (await spec.postcondition()) {
       log.info({ signature: recorded.signature }, 'effect already on chain');
       return { type: spec.type, signature: recorded.signature, via: 'postcondition' };
@@ -62,6 +88,10 @@ export async function sendIdempotent(ctx: StepContext, spec: IdempotentSend): Pr
       await chain.confirmTransaction(recorded.signature, recorded.lastValidBlockHeight, commitment);
       return { type: spec.type, signature: recorded.signature, via: 'resent' };
     }
+    // Expired: it can no longer land, but it may have landed just before. Look once more.
+    const late = await resolveRecorded(ctx, spec, recorded);
+    if (late) return late;
+    if (await spec.postcondition()) return { type: spec.type, signature: recorded.signature, via: 'postcondition' };
     log.info({ signature: recorded.signature }, 'recorded blockhash expired; re-signing');
   }
 
@@ -76,13 +106,46 @@ export async function sendIdempotent(ctx: StepContext, spec: IdempotentSend): Pr
   }
 
   const blockhash = await chain.getLatestBlockhash();
-  const pending = signForSend(ctx, spec, blockhash);
+  const signed = signForSend(ctx, spec, blockhash);
+  // Keep every signature this step ever signed: any of them may still be the one that landed.
+  const earlier = recorded ? [...(recorded.earlier ?? []), { signature: recorded.signature, lastValidBlockHeight: recorded.lastValidBlockHeight }] : undefined;
+  const pending: PendingTx = earlier ? { ...signed, earlier } : signed;
   await ctx.recordPending(spec.label, pending);
   ctx.pending[spec.label] = pending;
-  await chain.sendRawTransaction(Buffer.from(pending.serialized, 'base64'));
+  try {
+    await chain.sendRawTransaction(Buffer.from(pending.serialized, 'base64'));
+  } catch (error) {
+    // The payer's balance is read, not inferred from an error text: with funds, it is not the balance.
+    if (error instanceof NonRetriableError && error.code === 'insufficient_balance' && (await chain.getBalance(chain.payer.publicKey)) >= needed) {
+      throw new TransientError(`${spec.type} was refused for lack of funds although the payer holds enough: ${error.message}`, 'account_underfunded', { cause: error });
+    }
+    throw error;
+  }
   await chain.confirmTransaction(pending.signature, pending.lastValidBlockHeight, commitment);
   log.info({ signature: pending.signature }, 'transaction confirmed');
   return { type: spec.type, signature: pending.signature, via: 'sent' };
+}
+
+/**
+ * Checks every recorded signature: one that landed is confirmed and returned; a failed one fails
+ * the step unless the postcondition holds; none known → undefined.
+ */
+async function resolveRecorded(ctx: StepContext, spec: IdempotentSend, recorded: PendingTx): Promise<SendResult | undefined> {
+  const commitment = spec.commitment ?? 'confirmed';
+  let failed: { signature: string; err: unknown } | undefined;
+  for (const s of signaturesOf(recorded)) {
+    const status = await ctx.chain.getSignatureStatus(s.signature);
+    if (!status) continue;
+    if (status.err) {
+      failed ??= { signature: s.signature, err: status.err };
+      continue;
+    }
+    await ctx.chain.confirmTransaction(s.signature, s.lastValidBlockHeight, commitment);
+    return { type: spec.type, signature: s.signature, via: 'recorded' };
+  }
+  if (!failed) return undefined;
+  if (await spec.postcondition()) return { type: spec.type, signature: failed.signature, via: 'postcondition' };
+  throw new NonRetriableError('program_error', `${spec.type} transaction ${failed.signature} failed on chain: ${String(failed.err)}`);
 }
 
 function signForSend(ctx: StepContext, spec: IdempotentSend, blockhash: BlockhashInfo): PendingTx {

@@ -13,6 +13,9 @@ import { failLaunch } from './failLaunch.js';
 import type { StepRunner } from './stepPort.js';
 import { asStepName } from './steps.js';
 
+/** Finalization retries for this long after the last step, then the launch fails with `finalize_timeout`. */
+export const DEFAULT_FINALIZE_TIMEOUT_MS = 15 * 60_000;
+
 export type RunOutcome = { kind: 'complete'; mint: string | null } | { kind: 'failed'; step: string; code: string } | { kind: 'retry'; attempt: number } | { kind: 'paused' };
 
 /** The collaborators a launch run needs. */
@@ -24,6 +27,8 @@ export interface LaunchRunDeps {
   runStep: StepRunner;
   /** Waits for the launch's transactions to be final before `launch.complete` (RPC: finalized). */
   finalize(signatures: string[]): Promise<void>;
+  /** How long after its last step a launch may keep failing to finalize before it fails (default 15 min). */
+  finalizeTimeoutMs?: number;
 }
 
 interface RunArgs extends LaunchRunDeps {
@@ -97,9 +102,14 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     await args.finalize(transactions.map((t) => t.signature));
   } catch (error) {
     const failure = classifyFailure(error);
-    if (failure.retriable) return { kind: 'retry', attempt: 1 };
-    await failLaunch(args, { step: 'finalize', code: failure.code, message: failure.message, results });
-    return { kind: 'failed', step: 'finalize', code: failure.code };
+    // Bounded: a signature that never finalizes must not keep the launch processing forever.
+    const stepsDoneAt = Math.max(0, ...finalSteps.map((s) => s.completed_at ?? 0));
+    const overdue = clock.now() - stepsDoneAt >= (args.finalizeTimeoutMs ?? DEFAULT_FINALIZE_TIMEOUT_MS);
+    if (failure.retriable && !overdue) return { kind: 'retry', attempt: launch.run_count };
+    const message = overdue ? `transactions not finalized ${Math.round((clock.now() - stepsDoneAt) / 1000)} s after the last step; last error: ${failure.message}` : failure.message;
+    const code = overdue ? 'finalize_timeout' : failure.code;
+    await failLaunch(args, { step: 'finalize', code, message, results });
+    return { kind: 'failed', step: 'finalize', code };
   }
   await db.transaction().execute(async (trx) => {
     const now = clock.now();

@@ -1,10 +1,10 @@
 import { PublicKey } from '@solana/web3.js';
 import { NonRetriableError } from '../../lib/retry.js';
-import { sendIdempotent } from '../send.js';
 import { readMint, tokenProgramOf } from './chainReads.js';
 import { createMetaplexMetadataInstruction, metaplexMetadataAddress } from '../programs/metaplex/metadata.js';
 import { METAPLEX_TOKEN_METADATA_PROGRAM_ID } from '../programs/programIds.js';
 import { readTokenMetadata } from '../programs/token2022/tokenMetadata.js';
+import { sendOnce } from './support.js';
 import type { StepContext, StepExecutor } from './types.js';
 
 // Metaplex metadata account: 1 + 32 + 32 + 4+32 + 4+10 + 4+200 + 2 + 1+(4+5*34) + 1 + 1 + 1 + 1+1 + 1+33 + 1+17 + 1+9 + 1+33 (max).
@@ -34,7 +34,7 @@ export const createMetadata: StepExecutor = async (ctx) => {
     );
   }
   const metadata = metaplexMetadataAddress(mint);
-  const sent = await sendIdempotent(ctx, {
+  const sent = await sendOnce(ctx, {
     label: 'create_metadata',
     type: 'metadata',
     instructions: () => [
@@ -52,7 +52,7 @@ export const createMetadata: StepExecutor = async (ctx) => {
     rentLamports: await chain.getMinimumBalanceForRentExemption(METAPLEX_METADATA_MAX_SIZE),
     postcondition: () => metaplexMetadataExists(ctx, metadata),
   });
-  return { result: { metadata: metadata.toBase58() }, transactions: [{ type: sent.type, signature: sent.signature }] };
+  return { result: { metadata: metadata.toBase58() }, transactions: sent ? [{ type: sent.type, signature: sent.signature }] : [] };
 };
 
 async function metaplexMetadataExists(ctx: StepContext, metadata: PublicKey): Promise<boolean> {

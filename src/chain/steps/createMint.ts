@@ -6,9 +6,9 @@ import {
   createInitializeMint2Instruction,
   getMintLen,
 } from '@solana/spl-token';
-import { sendIdempotent } from '../send.js';
 import { readMint, tokenProgramOf } from './chainReads.js';
-import { createInitializeTokenMetadataInstruction, readTokenMetadata, tokenMetadataSpace } from '../programs/token2022/tokenMetadata.js';
+import { createInitializeTokenMetadataInstruction, mintLenWithTokenMetadata, readTokenMetadata } from '../programs/token2022/tokenMetadata.js';
+import { sendOnce } from './support.js';
 import type { StepContext, StepExecutor } from './types.js';
 
 /**
@@ -26,8 +26,8 @@ export const createMint: StepExecutor = async (ctx) => {
   const is2022 = plan.tokenStandard === 'token-2022';
   const fields = { name: plan.name, symbol: plan.ticker, uri: plan.uri };
   const space = is2022 ? getMintLen([ExtensionType.MetadataPointer]) : MINT_SIZE;
-  // Token-2022 grows the account when metadata is written; fund the final size up front.
-  const rentLamports = await chain.getMinimumBalanceForRentExemption(is2022 ? space + tokenMetadataSpace(fields) : space);
+  // Token-2022 grows the account when metadata is written; fund the size it will really have.
+  const rentLamports = await chain.getMinimumBalanceForRentExemption(is2022 ? mintLenWithTokenMetadata(space, fields) : space);
 
   const instructions = (): TransactionInstruction[] => {
     const ixs: TransactionInstruction[] = [
@@ -41,7 +41,7 @@ export const createMint: StepExecutor = async (ctx) => {
     return ixs;
   };
 
-  const sent = await sendIdempotent(ctx, {
+  const sent = await sendOnce(ctx, {
     label: 'create_mint',
     type: 'mint',
     instructions,
@@ -49,7 +49,7 @@ export const createMint: StepExecutor = async (ctx) => {
     rentLamports,
     postcondition: () => mintCreated(ctx),
   });
-  return { result: { mint: mint.toBase58() }, transactions: [{ type: sent.type, signature: sent.signature }] };
+  return { result: { mint: mint.toBase58() }, transactions: sent ? [{ type: sent.type, signature: sent.signature }] : [] };
 };
 
 /** Postcondition: the mint exists under the plan's token program (with its metadata for Token-2022). */

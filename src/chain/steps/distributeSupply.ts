@@ -10,9 +10,9 @@ import {
   getAssociatedTokenAddressSync,
 } from '@solana/spl-token';
 import { NonRetriableError } from '../../lib/retry.js';
-import { sendIdempotent } from '../send.js';
 import { splitSupply, totalBaseUnits } from './allocations.js';
 import { readMint, tokenProgramOf } from './chainReads.js';
+import { sendOnce } from './support.js';
 import type { StepContext, StepExecutor } from './types.js';
 
 /**
@@ -45,7 +45,7 @@ export const distributeSupply: StepExecutor = async (ctx) => {
     createSetAuthorityInstruction(mint, payer, AuthorityType.FreezeAccount, newAuthority, [], programId),
   ];
 
-  const sent = await sendIdempotent(ctx, {
+  const sent = await sendOnce(ctx, {
     label: 'distribute_supply',
     type: 'distribution',
     instructions,
@@ -59,7 +59,7 @@ export const distributeSupply: StepExecutor = async (ctx) => {
     tokenAccount: ataOf(ownerOf(s.held)).toBase58(),
     amount: s.amount.toString(),
   }));
-  return { result: { allocations }, transactions: [{ type: sent.type, signature: sent.signature }] };
+  return { result: { allocations }, transactions: sent ? [{ type: sent.type, signature: sent.signature }] : [] };
 };
 
 /** Postcondition: the full supply is minted (the transaction is atomic, so the split is too). */

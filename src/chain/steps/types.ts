@@ -35,6 +35,8 @@ export interface PendingTx {
   lastValidBlockHeight: number;
   /** Base64 of the signed wire bytes; re-sent as is while the blockhash is valid. */
   serialized: string;
+  /** Every signature the step signed before this one (oldest first): any of them may be the one that landed. */
+  earlier?: Array<{ signature: string; lastValidBlockHeight: number }>;
 }
 
 /** Everything a step needs; the runner builds it per attempt. */

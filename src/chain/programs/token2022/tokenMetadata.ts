@@ -1,5 +1,5 @@
 import { PublicKey, TransactionInstruction } from '@solana/web3.js';
-import { ExtensionType, getExtensionData, type Mint } from '@solana/spl-token';
+import { ExtensionType, MULTISIG_SIZE, getExtensionData, type Mint } from '@solana/spl-token';
 import { borshString, LayoutReader } from '../borsh.js';
 
 /** The fields this service writes into a token's metadata. */
@@ -20,6 +20,18 @@ const TLV_HEADER = 4;
 export function tokenMetadataSpace(fields: { name: string; symbol: string; uri: string }): number {
   const strings = [fields.name, fields.symbol, fields.uri].reduce((n, s) => n + 4 + Buffer.byteLength(s, 'utf8'), 0);
   return TLV_HEADER + 32 + 32 + strings + 4;
+}
+
+/**
+ * The length Token-2022 gives a mint of `baseLen` bytes once the metadata is written. The program
+ * never leaves an account exactly as long as a Multisig (355 bytes), which would make the two
+ * indistinguishable; it appends two bytes instead. Funding `baseLen + tokenMetadataSpace` alone
+ * left exactly those mints (name + symbol + uri = 37 bytes with one MetadataPointer extension, e.g.
+ * "Pipe 10" … "Pipe 99" with "PIPE" and a 26-byte uri) short of rent.
+ */
+export function mintLenWithTokenMetadata(baseLen: number, fields: { name: string; symbol: string; uri: string }): number {
+  const len = baseLen + tokenMetadataSpace(fields);
+  return len === MULTISIG_SIZE ? len + 2 : len;
 }
 
 /** Token-2022 token-metadata `initialize` (interface instruction executed by the token program). */
