@@ -104,7 +104,6 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       production: config.production,
       sessionTtlMs: config.ops.dashboardSessionTtlMs,
       explorerCluster: config.ops.explorerCluster,
-      breakerResetTimeoutMs: config.breaker.resetTimeoutMs,
       health,
       breakers: webhooks.breakers,
       signal: webhooks.signal,

@@ -33,7 +33,6 @@ export interface DashboardDeps {
   production: boolean;
   sessionTtlMs: number;
   explorerCluster: string;
-  breakerResetTimeoutMs: number;
   health(): Promise<HealthReport>;
   breakers: Pick<BreakerRegistry, 'snapshot' | 'list' | 'reset'>;
   /** Wakes the dispatcher after a redelivery or a breaker reset. */
