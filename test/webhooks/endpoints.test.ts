@@ -342,6 +342,38 @@ describe('webhook endpoints (SPEC §13)', () => {
     expect((await call('GET', `/webhook-endpoints/${endpoint.id}/stats`, keys.acmeRead)).body.stats).toMatchObject({ attempts: 0, successRate: null, latencyMs: { p50: null, p99: null } });
   });
 
+  it('Retry-After: 5 on a 429 from an endpoint delays its next attempt by at least 5 s', async () => {
+    await build({ schedule: [0, 1000, 10_000] }); // Retry-After is capped at the schedule's end (11 s here)
+    const endpoint = await createEndpoint({ url: hooks[0]!.url });
+    let first = true;
+    hooks[0]!.respond = () => (first ? ((first = false), { status: 429, headers: { 'retry-after': '5' } }) : { status: 200 });
+    const launchId = await insertLaunch(tdb.db, clock, { url: launchReceiver.url, secret: LAUNCH_SECRET, box });
+    await commitEvents(tdb.db, clock, launchId, 1, 'launch.queued');
+    await drain();
+    const startedAt = clock.now();
+    clock.advance(1000); // the schedule alone would retry now
+    await drain();
+    clock.advance(3999);
+    await drain();
+    expect(hooks[0]!.requests).toHaveLength(1);
+    clock.advance(1);
+    await drain();
+    expect(hooks[0]!.requests).toHaveLength(2);
+    expect(hooks[0]!.requests[1]!.at - startedAt).toBeGreaterThanOrEqual(5000);
+    const row = await tdb.db.selectFrom('deliveries').select(['status', 'attempt_count']).where('endpoint_id', '=', endpoint.id).executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: 'delivered', attempt_count: 2 });
+  });
+
+  it('chain watcher events fan out like launch events', async () => {
+    const vesting = await createEndpoint({ url: hooks[0]!.url, events: ['vesting.*', 'fees.claimed'] });
+    const launchId = await insertLaunch(tdb.db, clock, { url: launchReceiver.url, secret: LAUNCH_SECRET, box });
+    for (const kind of ['vesting.cliff_reached', 'vesting.claimed', 'dao.vote_cast', 'fees.claimed']) await commitEvents(tdb.db, clock, launchId, 1, kind);
+    await drain();
+    expect(events(hooks[0]!)).toEqual(['vesting.cliff_reached', 'vesting.claimed', 'fees.claimed']);
+    expect(events(launchReceiver)).toHaveLength(4);
+    expect(hooks[0]!.requests.every((q) => verifyWebhook(q.body, q.headers, vesting.secret as string, { now: clock.now() }))).toBe(true);
+  });
+
   it('GET /launches/{id}/events shows the event log with each exact body', async () => {
     const launchId = await insertLaunch(tdb.db, clock, { url: launchReceiver.url, secret: LAUNCH_SECRET, box });
     const ids = await commitEvents(tdb.db, clock, launchId, 3, 'launch.step_complete');

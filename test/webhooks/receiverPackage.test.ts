@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
+import { createEndpoint, rotateEndpointSecret, updateEndpoint } from '../../src/webhooks/endpoints/endpoints.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, testConfig } from './helpers.js';
 
 const packageDir = join(import.meta.dirname, '..', '..', 'packages', 'webhooks');
@@ -131,6 +132,43 @@ export { id, reason };
       await engine.stop();
       await tdb.close();
       for (const r of [...receivers, wrong]) r.child.kill('SIGKILL');
+    }
+  });
+
+  it('verifies Standard Webhooks and rotated-secret deliveries of webhook endpoints from plain JavaScript', async () => {
+    const app = join(work, 'app');
+    const tdb = await createTestDb();
+    const clock = manualClock(Date.now());
+    const box = newSecretBox();
+    const deps = { db: tdb.db, clock, secretBox: box };
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig(), secretBox: box });
+    const started: RunningReceiver[] = [];
+    try {
+      const standard = await createEndpoint(deps, 'acme', { url: 'http://127.0.0.1:9/none', events: ['*'], description: null, signatureScheme: 'standard' });
+      const rotated = await createEndpoint(deps, 'acme', { url: 'http://127.0.0.1:9/none', events: ['*'], description: null, signatureScheme: 'service' });
+      const { secret: newSecret } = await rotateEndpointSecret(deps, rotated.endpoint.id, 'acme', 3600);
+      // ESM holds the standard endpoint's secret; one CJS receiver only the pre-rotation secret, another only the new one.
+      const esm = await startReceiver(app, 'receiver.mjs', [standard.secret]);
+      const oldOnly = await startReceiver(app, 'receiver.cjs', [rotated.secret]);
+      const newOnly = await startReceiver(app, 'receiver.cjs', [newSecret]);
+      const launchSide = await startReceiver(app, 'receiver.cjs', [SECRET]);
+      started.push(esm, oldOnly, newOnly, launchSide);
+      await updateEndpoint(deps, standard.endpoint.id, 'acme', { url: esm.url });
+      await updateEndpoint(deps, rotated.endpoint.id, 'acme', { url: oldOnly.url });
+      const second = await createEndpoint(deps, 'acme', { url: newOnly.url, events: ['*'], description: null, signatureScheme: 'service' });
+      // The second endpoint takes the rotated endpoint's secrets, so a receiver holding only the new secret is tested too.
+      const rotatedRow = await tdb.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', rotated.endpoint.id).executeTakeFirstOrThrow();
+      await tdb.db.updateTable('webhook_endpoints').set({ secret_enc: rotatedRow.secret_enc, previous_secret_enc: rotatedRow.previous_secret_enc, previous_secret_expires_at: rotatedRow.previous_secret_expires_at }).where('id', '=', second.endpoint.id).execute();
+
+      const launchId = await insertLaunch(tdb.db, clock, { url: launchSide.url, secret: SECRET, box, owner: 'acme' });
+      const sent = await commitEvents(tdb.db, clock, launchId, 2);
+      await engine.dispatcher.drain();
+      expect(esm.lines).toEqual(sent.map((id) => ({ ok: true, id, event: 'launch.step_complete', scheme: 'standard' })));
+      for (const r of [oldOnly, newOnly, launchSide]) expect(r.lines).toEqual(sent.map((id) => ({ ok: true, id, event: 'launch.step_complete', scheme: 'service' })));
+    } finally {
+      await engine.stop();
+      await tdb.close();
+      for (const r of started) r.child.kill('SIGKILL');
     }
   });
 });
