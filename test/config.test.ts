@@ -68,5 +68,8 @@ describe('configuration', () => {
     expect([parseDuration('500ms'), parseDuration('30s'), parseDuration('2m'), parseDuration('1h'), parseDuration('250')]).toEqual([500, 30_000, 120_000, 3_600_000, 250]);
     expect(parseDuration('1d')).toBe(86_400_000);
     expect(parseDuration('1w')).toBeUndefined();
+    expect(loadConfig({ DATA_DIR: dir }).endpoints.disableAfterMs).toBe(5 * 86_400_000);
+    expect(loadConfig({ DATA_DIR: dir, ENDPOINT_DISABLE_AFTER: '12h' }).endpoints.disableAfterMs).toBe(12 * 3600_000);
+    expect(refusal({ ENDPOINT_DISABLE_AFTER: 'soon' }).variable).toBe('ENDPOINT_DISABLE_AFTER');
   });
 });

@@ -26,6 +26,8 @@ export function presentLaunch(launch: LaunchRow, steps: StepRow[]): Record<strin
     id: launch.id,
     status: launch.status,
     ...request,
+    // The current destination: PATCH /launches/{id} may have changed it since the request.
+    webhookUrl: launch.webhook_url,
     createdAt: iso(launch.created_at),
     updatedAt: iso(launch.updated_at),
     startedAt: iso(launch.started_at),

@@ -178,6 +178,7 @@ describe('webhook endpoints (SPEC §13)', () => {
     const fixedSecret = 'whsec_fixed_secret_000000001';
     const patched = await call('PATCH', `/launches/${launchId}`, keys.acme, { webhookUrl: launchReceiver.url, webhookSecret: fixedSecret });
     expect(patched.status).toBe(200);
+    expect(patched.body.launch.webhookUrl).toBe(launchReceiver.url);
     expect(JSON.stringify(patched.body)).not.toContain(fixedSecret);
     await drain(); // the pending one is due at once at the new URL
     expect(events(launchReceiver)).toEqual(['launch.complete']);
