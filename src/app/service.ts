@@ -27,12 +27,17 @@ import { redeliverEvent } from '../webhooks/redeliver.js';
 import { createWebhookService } from '../webhooks/service.js';
 import { apiRoutes } from './routes.js';
 import { createChainBackend, checkCapabilities, stepExecutorsFor } from './serviceChain.js';
+import { ChainWatcher } from '../watcher/watcher.js';
+import { WATCH_HANDLERS, watchesForLaunch } from '../watcher/handlers.js';
+import { insertWatches } from '../watcher/store.js';
 
 export interface Service {
   app: Hono<AppEnv>;
   db: Db;
   chain: ChainBackend;
   runner: LaunchRunner;
+  /** The chain watcher (SPEC §9): what happens to a launch's escrow, realm and pool after it completes. */
+  watcher: ChainWatcher;
   cache: ChainReadCache;
   breakers: BreakerSource;
   /**
@@ -70,6 +75,18 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       signal: webhooks.signal,
       runStep: createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() }),
       finalize: (signatures) => finalizeAll(chain, signatures),
+      // A completed launch gets its watches in the same transaction (SPEC §9).
+      onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
+    });
+    const watcher = new ChainWatcher({
+      db,
+      clock,
+      logger: logger.child({ component: 'watcher' }),
+      chain: chain.history,
+      handlers: WATCH_HANDLERS,
+      signal: webhooks.signal,
+      pollIntervalMs: config.watcher.pollIntervalMs,
+      maxIntervalMs: config.watcher.maxIntervalMs,
     });
 
     const runChecks = () =>
@@ -155,6 +172,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       db,
       chain,
       runner: launchRunner,
+      watcher,
       cache,
       breakers: webhooks.breakers,
       createDevelopmentKey: () => ensureDevelopmentKey(db, { production: config.production, now: clock.now() }),
@@ -164,6 +182,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
         cache.start();
         webhooks.start();
         launchRunner.start();
+        watcher.start();
         // Idempotency keys are kept 24 h; sweep the expired ones hourly.
         void purgeKeys();
         janitor = setInterval(() => void purgeKeys(), 3600_000);
@@ -173,6 +192,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
         clearInterval(janitor);
         cache.stop();
         await launchRunner.stop();
+        await watcher.stop();
         await webhooks.stop();
         for (const close of closers.reverse()) await close();
       },

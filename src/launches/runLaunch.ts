@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { PendingTx, StepOutcome } from '../chain/steps/types.js';
-import type { Db } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { parseJson } from '../lib/json.js';
@@ -29,6 +29,8 @@ export interface LaunchRunDeps {
   finalize(signatures: string[]): Promise<void>;
   /** How long after its last step a launch may keep failing to finalize before it fails (default 15 min). */
   finalizeTimeoutMs?: number;
+  /** Runs inside the transaction that completes the launch (the composition root creates its watches here). */
+  onComplete?(trx: Tx, launchId: string, results: Record<string, unknown>, now: number): Promise<void>;
 }
 
 interface RunArgs extends LaunchRunDeps {
@@ -115,6 +117,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     const now = clock.now();
     await updateLeasedLaunchOrThrow(trx, lease, { status: 'complete', completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null });
     await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.complete', requestId: launch.request_id, data: completionData(results, transactions) });
+    await args.onComplete?.(trx, launch.id, results, now);
   });
   args.signal.notify();
   return { kind: 'complete', mint: typeof results.mint === 'string' ? results.mint : null };

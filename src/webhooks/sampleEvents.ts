@@ -1,5 +1,6 @@
 import { newId } from '../lib/ids.js';
 import type { WebhookEnvelope } from './outbox.js';
+import { WATCHER_SAMPLES } from '../watcher/events.js';
 
 /** Every event kind of seed 001; the test route accepts each of them. */
 export const WEBHOOK_EVENT_KINDS = [
@@ -17,6 +18,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'dao.vote_cast',
   'dao.proposal_passed',
   'dao.proposal_failed',
+  'fees.claimed',
 ] as const;
 
 export type WebhookEventKind = (typeof WEBHOOK_EVENT_KINDS)[number];
@@ -64,20 +66,17 @@ function sampleData(event: WebhookEventKind): unknown {
     case 'vesting.created':
       return { vestingContract: VESTING, beneficiary: BENEFICIARY, cliffSeconds: 2_592_000, periodSeconds: 86_400, periods: 365 };
     case 'vesting.cliff_reached':
-      return { vestingContract: VESTING, beneficiary: BENEFICIARY };
     case 'vesting.claimed':
-      return { vestingContract: VESTING, beneficiary: BENEFICIARY, amount: '410958904', signature: SIG };
     case 'vesting.complete':
-      return { vestingContract: VESTING, beneficiary: BENEFICIARY, totalClaimed: '150000000000' };
-    case 'dao.created':
-      return { realm: REALM, treasury: TREASURY, name: 'Demo DAO' };
     case 'dao.proposal_created':
-      return { realm: REALM, proposal: 'PRPs1x8Lq4cVbN3mZkWdYt7JhG2fRe9aUoTiSpKxLqZn', title: 'Fund the grants programme' };
     case 'dao.vote_cast':
-      return { realm: REALM, proposal: 'PRPs1x8Lq4cVbN3mZkWdYt7JhG2fRe9aUoTiSpKxLqZn', voter: BENEFICIARY, vote: 'yes', weight: '1000000' };
     case 'dao.proposal_passed':
     case 'dao.proposal_failed':
-      return { realm: REALM, proposal: 'PRPs1x8Lq4cVbN3mZkWdYt7JhG2fRe9aUoTiSpKxLqZn', yesVotes: '52000000', noVotes: '11000000' };
+    case 'fees.claimed':
+      // Built by the watcher's own payload builders: the samples are what the watcher sends.
+      return WATCHER_SAMPLES[event];
+    case 'dao.created':
+      return { realm: REALM, treasury: TREASURY, name: 'Demo DAO' };
   }
 }
 

@@ -1,0 +1,59 @@
+/**
+ * The payloads of the watcher's events (SPEC §9), built in one place: the watcher sends them and
+ * the test route's samples are built with the same functions, so the two cannot drift apart.
+ * Amounts are raw base units as decimal strings.
+ */
+
+export const cliffReached = (a: { vestingContract: string; beneficiary: string; cliffTime: bigint; unlockedAmount: bigint }) => ({
+  vestingContract: a.vestingContract,
+  beneficiary: a.beneficiary,
+  cliffTime: new Date(Number(a.cliffTime) * 1000).toISOString(),
+  unlockedAmount: a.unlockedAmount.toString(),
+});
+
+export const vestingClaimed = (a: { vestingContract: string; beneficiary: string; amount: bigint; totalClaimed: bigint; total: bigint; signature: string }) => ({
+  vestingContract: a.vestingContract,
+  beneficiary: a.beneficiary,
+  amount: a.amount.toString(),
+  totalClaimed: a.totalClaimed.toString(),
+  remaining: (a.total > a.totalClaimed ? a.total - a.totalClaimed : 0n).toString(),
+  signature: a.signature,
+});
+
+export const vestingComplete = (a: { vestingContract: string; totalClaimed: bigint; signature: string; closed?: boolean }) => ({
+  vestingContract: a.vestingContract,
+  totalClaimed: a.totalClaimed.toString(),
+  signature: a.signature,
+  closed: a.closed ?? false,
+});
+
+export const proposalCreated = (a: { realm: string; governance: string; proposal: string; name: string; proposer: string; signature: string }) => ({ ...a });
+
+export const voteCast = (a: { realm: string; proposal: string; voter: string; vote: 'approve' | 'deny' | 'abstain' | 'veto'; weight: string; signature: string }) => ({ ...a });
+
+export const proposalOutcomeData = (a: { realm: string; proposal: string; state: string; yesVotes: string; noVotes: string }) => ({ ...a });
+
+export const feesClaimed = (a: { pool: string; claimer: string; amounts: Record<string, string>; signature: string; kind: string }) => ({ ...a });
+
+// Plausible base58 values for the test route's samples.
+const VESTING = 'EscrwTxrsGeWq1AvMMd2QqWb8LSD1tG4JmL1d5CxY8ZN';
+const BENEFICIARY = '3vZ67CWd7uGNxAbNpBkMXq9WaKj1eFrTs5yUoHiDgLmP';
+const REALM = 'RLMpXkEDfZf7YgKdW8xqPq6jbKkGqzCGrWz1yDdiBiZm';
+const GOVERNANCE = 'GoVx4N8aWd2tRkPqLmZ7sJ5hYcE3uF9bT1oXiKnMgQvA';
+const PROPOSAL = 'PRPs1x8Lq4cVbN3mZkWdYt7JhG2fRe9aUoTiSpKxLqZn';
+const POOL = 'PooL6fYxH9kM3qWv1Ze7rTcUjN2bRsA8dEgKXmLpVyQw';
+const MINT = '7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU';
+const WSOL = 'So11111111111111111111111111111111111111112';
+const SIG = '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW';
+
+/** A sample of every watcher event, built by the same functions the watcher uses. */
+export const WATCHER_SAMPLES = {
+  'vesting.cliff_reached': cliffReached({ vestingContract: VESTING, beneficiary: BENEFICIARY, cliffTime: 1_767_225_600n, unlockedAmount: 410_958_904n }),
+  'vesting.claimed': vestingClaimed({ vestingContract: VESTING, beneficiary: BENEFICIARY, amount: 410_958_904n, totalClaimed: 410_958_904n, total: 150_000_000_000n, signature: SIG }),
+  'vesting.complete': vestingComplete({ vestingContract: VESTING, totalClaimed: 150_000_000_000n, signature: SIG }),
+  'dao.proposal_created': proposalCreated({ realm: REALM, governance: GOVERNANCE, proposal: PROPOSAL, name: 'Fund the grants programme', proposer: BENEFICIARY, signature: SIG }),
+  'dao.vote_cast': voteCast({ realm: REALM, proposal: PROPOSAL, voter: BENEFICIARY, vote: 'approve', weight: '52000000', signature: SIG }),
+  'dao.proposal_passed': proposalOutcomeData({ realm: REALM, proposal: PROPOSAL, state: 'succeeded', yesVotes: '52000000', noVotes: '11000000' }),
+  'dao.proposal_failed': proposalOutcomeData({ realm: REALM, proposal: PROPOSAL, state: 'defeated', yesVotes: '11000000', noVotes: '52000000' }),
+  'fees.claimed': feesClaimed({ pool: POOL, claimer: BENEFICIARY, amounts: { [MINT]: '1250000', [WSOL]: '3100' }, signature: SIG, kind: 'creator' }),
+} as const;

@@ -1,0 +1,133 @@
+import { PublicKey } from '@solana/web3.js';
+import { decodeVestingEscrow } from '../chain/programs/jupiterLock/escrowAccount.js';
+import type { ChainHistory } from '../chain/history.js';
+import { decodeFeeCollections } from './decoders/cpmm.js';
+import { decodeGovernanceActions, decodeProposal, decodeTokenOwner, decodeVoteWeight, proposalOutcome } from './decoders/governance.js';
+import { decodeVestingClaims, escrowTotal, findEscrowClose, unlockedAt } from './decoders/jupiterLock.js';
+import { cliffReached, feesClaimed, proposalCreated, proposalOutcomeData, vestingClaimed, vestingComplete, voteCast } from './events.js';
+import type { FoundEvent, NewWatch } from './store.js';
+import type { WatchHandler } from './watcher.js';
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+const obj = (v: unknown): Record<string, unknown> => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>) : {});
+
+async function read(chain: ChainHistory, address: string): Promise<Buffer | null> {
+  return (await chain.getAccountInfo(new PublicKey(address)))?.data ?? null;
+}
+
+/** The watches a completed launch gets: its escrow, its realm, its pool (SPEC §9). */
+export function watchesForLaunch(results: Record<string, unknown>): NewWatch[] {
+  const watches: NewWatch[] = [];
+  const vesting = obj(results.vesting);
+  if (str(vesting.escrow) !== '') {
+    const schedule = obj(vesting.schedule);
+    const cliff = Number(str(schedule.cliffTime) || schedule.cliffTime || 0);
+    watches.push({
+      kind: 'vesting',
+      address: str(vesting.escrow),
+      context: { programId: str(vesting.programId), recipient: str(vesting.recipient), total: str(vesting.amount), totalClaimed: '0' },
+      cliffAt: cliff > 0 ? cliff * 1000 : undefined,
+    });
+  }
+  const dao = obj(results.dao);
+  if (str(dao.realm) !== '') watches.push({ kind: 'dao', address: str(dao.realm), context: { programId: str(dao.programId), governance: str(dao.governance) } });
+  const pool = obj(results.pool);
+  if (str(pool.address) !== '') watches.push({ kind: 'pool', address: str(pool.address), context: { programId: str(pool.programId) } });
+  return watches;
+}
+
+/** Jupiter Lock escrow: claims (v1, v2), completion or close, and the cliff as a scheduled check. */
+export const vestingHandler: WatchHandler = {
+  async process(watch, transactions) {
+    const programId = str(watch.context.programId);
+    const total = BigInt(str(watch.context.total) || '0');
+    let totalClaimed = BigInt(str(watch.context.totalClaimed) || '0');
+    const events: FoundEvent[] = [];
+    for (const tx of transactions) {
+      for (const claim of decodeVestingClaims(tx, programId, watch.address)) {
+        totalClaimed += claim.amount;
+        events.push({ event: 'vesting.claimed', signature: tx.signature, instructionIndex: claim.instructionIndex, data: vestingClaimed({ vestingContract: watch.address, beneficiary: claim.recipient, amount: claim.amount, totalClaimed, total, signature: tx.signature }) });
+        if (total > 0n && totalClaimed >= total) {
+          events.push({ event: 'vesting.complete', signature: tx.signature, instructionIndex: claim.instructionIndex, data: vestingComplete({ vestingContract: watch.address, totalClaimed, signature: tx.signature }) });
+          return { events, end: 'vesting_complete', context: { totalClaimed: totalClaimed.toString() } };
+        }
+      }
+      const closed = findEscrowClose(tx, programId, watch.address);
+      if (closed !== undefined) {
+        events.push({ event: 'vesting.complete', signature: tx.signature, instructionIndex: closed, data: vestingComplete({ vestingContract: watch.address, totalClaimed, signature: tx.signature, closed: true }) });
+        return { events, end: 'escrow_closed', context: { totalClaimed: totalClaimed.toString() } };
+      }
+    }
+    return { events, context: { totalClaimed: totalClaimed.toString() } };
+  },
+  async scheduled(watch, chain, now) {
+    const data = await read(chain, watch.address);
+    if (!data) return { events: [], confirmed: true };
+    const escrow = decodeVestingEscrow(data);
+    const nowSec = BigInt(Math.floor(now / 1000));
+    if (nowSec < escrow.cliffTime) return { events: [], confirmed: false };
+    const event = cliffReached({ vestingContract: watch.address, beneficiary: escrow.recipient.toBase58(), cliffTime: escrow.cliffTime, unlockedAmount: unlockedAt(escrow, nowSec) });
+    return { events: [{ event: 'vesting.cliff_reached', signature: watch.address, instructionIndex: -1, data: event }], confirmed: true, context: { total: escrowTotal(escrow).toString() } };
+  },
+};
+
+/** SPL Governance realm: proposals created, votes cast, and the outcomes they (or a finalize) cause. */
+export const daoHandler: WatchHandler = {
+  async process(watch, transactions, chain) {
+    const programId = str(watch.context.programId);
+    const events: FoundEvent[] = [];
+    for (const tx of transactions) {
+      for (const action of decodeGovernanceActions(tx, programId, watch.address)) {
+        if (action.kind === 'create_proposal') {
+          const record = await read(chain, action.tokenOwnerRecord);
+          const proposer = record ? decodeTokenOwner(record, programId, action.tokenOwnerRecord) : '';
+          events.push({ event: 'dao.proposal_created', signature: tx.signature, instructionIndex: action.instructionIndex, data: proposalCreated({ realm: watch.address, governance: action.governance, proposal: action.proposal, name: action.name, proposer, signature: tx.signature }) });
+          continue;
+        }
+        if (action.kind === 'cast_vote') {
+          const record = await read(chain, action.voteRecord);
+          const owner = await read(chain, action.voterTokenOwnerRecord);
+          events.push({
+            event: 'dao.vote_cast',
+            signature: tx.signature,
+            instructionIndex: action.instructionIndex,
+            data: voteCast({
+              realm: watch.address,
+              proposal: action.proposal,
+              voter: owner ? decodeTokenOwner(owner, programId, action.voterTokenOwnerRecord) : '',
+              vote: action.vote,
+              weight: record ? decodeVoteWeight(record, programId, action.voteRecord) : '0',
+              signature: tx.signature,
+            }),
+          });
+        }
+        // A vote that tips the proposal, or a finalize, may settle it: one account read tells.
+        const proposal = await read(chain, action.proposal);
+        if (!proposal) continue;
+        const view = decodeProposal(proposal, programId, action.proposal);
+        const outcome = proposalOutcome(view.state);
+        if (outcome) {
+          events.push({ event: outcome.event, signature: action.proposal, instructionIndex: -1, data: proposalOutcomeData({ realm: watch.address, proposal: action.proposal, state: outcome.state, yesVotes: view.yesVotes, noVotes: view.noVotes }) });
+        }
+      }
+    }
+    return { events };
+  },
+};
+
+/** Raydium CPMM pool: fee collections (see decoders/cpmm.ts for which the service's pools allow). */
+export const poolHandler: WatchHandler = {
+  async process(watch, transactions) {
+    const programId = str(watch.context.programId);
+    const events: FoundEvent[] = [];
+    for (const tx of transactions) {
+      for (const fee of decodeFeeCollections(tx, programId, watch.address)) {
+        events.push({ event: 'fees.claimed', signature: tx.signature, instructionIndex: fee.instructionIndex, data: feesClaimed({ pool: fee.pool, claimer: fee.claimer, amounts: fee.amounts, signature: tx.signature, kind: fee.kind }) });
+      }
+    }
+    return { events };
+  },
+};
+
+/** The product's watch kinds. */
+export const WATCH_HANDLERS: Record<string, WatchHandler> = { vesting: vestingHandler, dao: daoHandler, pool: poolHandler };
