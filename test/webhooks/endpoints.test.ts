@@ -9,6 +9,8 @@ import { createLaunchDestinationRoutes } from '../../src/http/routes/launchDesti
 import { createWebhookEndpointRoutes } from '../../src/http/routes/webhookEndpoints.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
+import { parseDestinationPatch } from '../../src/launches/updateDestination.js';
+import { parseEndpointCreate, webhookUrlProblem } from '../../src/webhooks/endpoints/request.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type ReceivedRequest, type TestDb } from './helpers.js';
 
@@ -388,5 +390,17 @@ describe('webhook endpoints (SPEC §13)', () => {
     ]);
     expect(res.body.events[0].payload).toEqual(JSON.parse(launchReceiver.requests[0]!.body));
     expect((await call('GET', `/launches/${launchId}/events`, keys.globex)).status).toBe(404);
+  });
+});
+
+describe('webhook endpoint and launch destination URLs in production', () => {
+  it('refuse plain http, credentials, literal non-public addresses and local names, like a launch webhookUrl', () => {
+    for (const url of ['http://hooks.example.com/x', 'https://user:pw@hooks.example.com/x', 'https://127.0.0.1/x', 'https://[::ffff:7f00:1]/x', 'https://10.1.2.3/x', 'https://169.254.169.254/latest', 'https://localhost/x', 'https://db.internal/x', 'https://intranet/x']) {
+      expect(webhookUrlProblem(url, true), url).toBeDefined();
+      expect(() => parseEndpointCreate({ url }, { requireHttps: true }), url).toThrow(/invalid/);
+      expect(() => parseDestinationPatch({ webhookUrl: url }, { requireHttps: true }), url).toThrow(/invalid/);
+    }
+    expect(webhookUrlProblem('https://hooks.example.com/x', true)).toBeUndefined();
+    expect(webhookUrlProblem('http://127.0.0.1:9/x', false)).toBeUndefined();
   });
 });

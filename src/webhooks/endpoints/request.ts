@@ -1,4 +1,5 @@
 import { InvalidInputError } from '../../lib/errors.js';
+import { destinationProblem } from '../addressPolicy.js';
 import { filterEntryProblem, SUBSCRIBABLE_KINDS } from './filters.js';
 
 type FieldError = { field: string; message: string };
@@ -21,7 +22,11 @@ export interface EndpointPatchInput {
 
 const MAX_FILTERS = 50;
 
-/** Why `value` is not a usable webhook destination (absolute http(s), no credentials, https in production). */
+/**
+ * Why `value` is not a usable webhook destination: absolute http(s) without credentials; in
+ * production https and, judged from the URL alone, no literal non-public address or local name
+ * (the same rule as a launch's webhookUrl; the connect-time guard still checks every attempt).
+ */
 export function webhookUrlProblem(value: unknown, requireHttps: boolean): string | undefined {
   if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return 'must be a URL string of at most 2048 characters';
   let url: URL;
@@ -33,7 +38,7 @@ export function webhookUrlProblem(value: unknown, requireHttps: boolean): string
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.hostname === '') return 'must be an absolute http(s) URL';
   if (url.username !== '' || url.password !== '') return 'must not contain credentials';
   if (requireHttps && url.protocol !== 'https:') return 'must use https in production';
-  return undefined;
+  return requireHttps ? destinationProblem(url) : undefined;
 }
 
 function checkEvents(value: unknown, fields: FieldError[]): string[] | undefined {
