@@ -113,7 +113,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
     const health = cachedHealth(runChecks, clock, config.healthCacheMs);
 
     const launchRunner = runner;
-    const metrics = createMetrics({ db, breakers: webhooks.breakers, health });
+    const metrics = createMetrics({ db, clock, breakers: webhooks.breakers, health });
     const dashboard = createDashboardRoutes({
       db,
       clock,

@@ -1,14 +1,15 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../db/database.js';
 import type { BreakerSource, HealthReport } from '../health/healthService.js';
-import { countPendingDeliveries, readAttemptsAfter, readEventsAfter } from './sources.js';
+import type { Clock } from '../lib/clock.js';
+import { countPendingDeliveries, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
 
 /** Where metrics that are not counted in-process come from. */
 export interface MetricsDeps {
   db: Db;
   breakers: BreakerSource;
-  /** Seconds the chain watcher is behind the chain tip, when a watcher runs. */
-  watchLagSeconds?: () => number | undefined;
+  /** For the watch lag (how overdue the most overdue active watch is); the system clock by default. */
+  clock?: Clock;
   /** The shared health report (the same one /api/health serves). */
   health?: () => Promise<HealthReport>;
 }
@@ -122,10 +123,10 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   });
   new Gauge({
     name: `${p}watch_lag_seconds`,
-    help: 'How far the chain watcher is behind the chain, in seconds (0 when nothing is watched)',
+    help: 'How far the chain watcher is behind: seconds since the most overdue active watch was due (0 when none is)',
     registers: [registry],
-    collect() {
-      this.set(deps.watchLagSeconds?.() ?? 0);
+    async collect() {
+      this.set((await watchLagMs(deps.db, (deps.clock ?? { now: () => Date.now() }).now())) / 1000);
     },
   });
 

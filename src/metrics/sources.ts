@@ -51,3 +51,13 @@ export async function countPendingDeliveries(db: Db): Promise<number> {
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/**
+ * How far the chain watcher is behind, in ms: how long ago the most overdue active watch was due
+ * (0 when none is overdue or nothing is watched). One step of the (state, next_check_at) index.
+ */
+export async function watchLagMs(db: Db, now: number): Promise<number> {
+  const { rows } = await sql<{ due: number | null }>`select min(next_check_at) as due from watches where state = 'active'`.execute(db);
+  const due = rows[0]?.due;
+  return due === null || due === undefined ? 0 : Math.max(0, now - Number(due));
+}

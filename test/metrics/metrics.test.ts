@@ -1,4 +1,5 @@
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePrometheusText, sumSamples } from '../../src/metrics/parseText.js';
 import { startFaultReceiver, type FaultReceiver } from '../reliability/support/faultReceiver.js';
@@ -128,6 +129,31 @@ describe('METRICS_TOKEN', () => {
       const ok = await t.request('/metrics', { headers: { authorization: 'Bearer metrics-token-123' } });
       expect(ok.status).toBe(200);
       expect(await ok.text()).toContain('launch_service_http_requests_total');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('launch_service_watch_lag_seconds', () => {
+  it('reads how overdue the most overdue active watch is, and 0 without one', async () => {
+    const t = await startTestService();
+    try {
+      const gauge = async () => sumSamples(parsePrometheusText(await (await t.request('/metrics')).text()), 'launch_service_watch_lag_seconds');
+      expect(await gauge()).toBe(0);
+      const key = await t.key('acme', ['launches:write']);
+      const res = await t.request('/api/launches', { method: 'POST', key, json: launchBody() });
+      const launchId = ((await res.json()) as { launch: { id: string } }).launch.id;
+      const now = Date.now();
+      const watch = (id: string, state: string, due: number) =>
+        sql`insert into watches (id, launch_id, kind, address, context, state, next_check_at, interval_ms, ends_at, created_at, updated_at)
+            values (${id}, ${launchId}, 'mint', 'So11111111111111111111111111111111111111112', '{}', ${state}, ${due}, 1000, ${now + 3600_000}, ${now}, ${now})`.execute(t.service.db);
+      await watch('wch_ended', 'ended', now - 600_000);
+      await watch('wch_late', 'active', now - 90_000);
+      await watch('wch_future', 'active', now + 60_000);
+      const lag = await gauge();
+      expect(lag).toBeGreaterThanOrEqual(90);
+      expect(lag).toBeLessThan(120);
     } finally {
       await t.close();
     }
