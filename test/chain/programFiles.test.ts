@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEmbeddedBackend } from '../../src/chain/embedded/backend.js';
 import type { OpenedDatabase } from '../../src/db/database.js';
 import { manualClock } from '../../src/lib/clock.js';
-import { captureLogger } from '../webhooks/helpers.js';
+import { captureLogger } from '../support/webhooks.js';
 import { tempDatabase } from './support/fixtures.js';
 
 const LOCK = 'LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn';

@@ -4,7 +4,7 @@ import { getDeadLetter, insertDeadLetter, markDeadLetterResolved } from '../../s
 import { requeueFailedLaunch } from '../../src/launches/requeueLaunch.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { ConflictError } from '../../src/lib/errors.js';
-import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../webhooks/helpers.js';
+import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 
 describe('retrying a launch dead letter', () => {
   let tdb: TestDb;

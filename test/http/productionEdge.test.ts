@@ -4,7 +4,7 @@ import type { BreakerRegistry } from '../../src/webhooks/breakerRegistry.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { captureLogger, commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type TestDb } from '../webhooks/helpers.js';
+import { captureLogger, commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
 type Json = Record<string, any>;
 
@@ -106,7 +106,7 @@ describe('generic destination errors in production', () => {
         db: tdb.db,
         clock,
         logger,
-        config: testConfig({ production: true, webhooks: { allowPrivateNetworks: false } }),
+        config: engineConfig({ production: true, webhooks: { allowPrivateNetworks: false } }),
         secretBox: box,
         lookup: async () => [{ address: '10.20.30.40', family: 4 }],
       });

@@ -10,7 +10,8 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { readMintBack } from '../chain/support/readBack.js';
 import { startRpcDouble, type RpcDouble } from '../chain/support/rpcDouble.js';
 import { launchBody } from '../support/fixtures.js';
-import { startTestService, testConfig, type TestService } from '../support/service.js';
+import { testConfig } from '../support/config.js';
+import { startTestService, type TestService } from '../support/service.js';
 
 // The cluster is a LiteSVM-backed JSON-RPC double on 127.0.0.1 (no real cluster can run here);
 // the service talks to it only through web3.js Connection, as it would to any cluster.

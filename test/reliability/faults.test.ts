@@ -4,7 +4,7 @@ import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createWebhookEngine, type WebhookEngine } from '../../src/webhooks/engine.js';
-import { commitEvents, createTestDb, insertLaunch, testConfig, type TestDb } from '../webhooks/helpers.js';
+import { commitEvents, createTestDb, insertLaunch, engineConfig, type TestDb } from '../support/webhooks.js';
 import { startFaultReceiver, type Fault, type FaultReceiver } from './support/faultReceiver.js';
 
 // Shrunk schedule (manual clock) and a 300 ms attempt timeout (real time: it bounds a socket).
@@ -27,7 +27,7 @@ afterEach(async () => {
 });
 
 function start(clock: ReturnType<typeof manualClock>, threshold: number): WebhookEngine {
-  const config = testConfig({ webhooks: { retrySchedule: SCHEDULE, timeoutMs: 300, maxInFlight: 16, maxInFlightPerHost: 8 }, breaker: { failureThreshold: threshold, resetTimeoutMs: RESET_MS } });
+  const config = engineConfig({ webhooks: { retrySchedule: SCHEDULE, timeoutMs: 300, maxInFlight: 16, maxInFlightPerHost: 8 }, breaker: { failureThreshold: threshold, resetTimeoutMs: RESET_MS } });
   engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config, secretBox: box });
   return engine;
 }

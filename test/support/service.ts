@@ -1,20 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { loadConfig, type Config } from '../../src/config/config.js';
+import type { Config } from '../../src/config/config.js';
 import { createApiKey } from '../../src/auth/apiKeys.js';
 import type { Scope } from '../../src/auth/scopes.js';
 import { systemClock, type Clock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createService, type Service } from '../../src/app/service.js';
-
-/** A fresh data directory and a config pointing at it (silent logs, development mode). */
-export function testConfig(env: Record<string, string> = {}): { config: Config; dir: string; cleanup(): void } {
-  const dir = mkdtempSync(join(tmpdir(), 'launch-svc-'));
-  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', SECRET_KEY: randomBytes(32).toString('base64'), ...env });
-  return { config, dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
-}
+import { testConfig } from './config.js';
 
 export interface TestService {
   service: Service;

@@ -10,14 +10,14 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
 import { commitProgress, insertWatches, listWatches, WatchFencedError, claimDueWatches, type WatchRow } from '../../src/watcher/store.js';
 import { ChainWatcher } from '../../src/watcher/watcher.js';
-import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../webhooks/helpers.js';
+import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 import { transferHandler } from './support/transferHandler.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
 /** Runs the watcher worker process to its end (or until it pauses, when `pause`). */
 function runWorker(env: Record<string, string>, pause: boolean) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'watchWorker.ts')], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support', 'watchWorker.ts')], {
     cwd: root,
     env: { ...process.env, ...env, WATCH_PAUSE: pause ? '1' : '0' },
     stdio: ['ignore', 'pipe', 'pipe'],

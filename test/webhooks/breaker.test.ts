@@ -4,7 +4,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { advanceBreaker, breakerFailed, breakerSucceeded, initialBreakerState } from '../../src/webhooks/breakerState.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type TestDb } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
 const policy = { failureThreshold: 3, resetTimeoutMs: 300_000 };
 const MIN = 60_000;
@@ -30,7 +30,7 @@ describe('per-host circuit breaker in the dispatcher', () => {
   let receiver: Receiver;
   const clock = manualClock(Date.UTC(2026, 5, 1, 12, 0, 0));
   const box = newSecretBox();
-  const config = testConfig({ webhooks: { maxInFlightPerHost: 1 } });
+  const config = engineConfig({ webhooks: { maxInFlightPerHost: 1 } });
 
   beforeEach(async () => {
     tdb = await createTestDb();
@@ -115,7 +115,7 @@ describe('per-host circuit breaker in the dispatcher', () => {
       db: tdb.db,
       clock,
       logger: silentLogger(),
-      config: testConfig({ webhooks: { timeoutMs: 1_500, maxInFlight: 8, maxInFlightPerHost: 2 } }),
+      config: engineConfig({ webhooks: { timeoutMs: 1_500, maxInFlight: 8, maxInFlightPerHost: 2 } }),
       secretBox: box,
     });
     try {

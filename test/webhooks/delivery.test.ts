@@ -6,7 +6,7 @@ import { retryDeadLetter } from '../../src/deadLetters/retry.js';
 import { redeliverEvent } from '../../src/webhooks/redeliver.js';
 import { createWebhookEngine, type WebhookEngine } from '../../src/webhooks/engine.js';
 import { verifyWebhook, WebhookVerificationError } from '../../packages/webhooks/src/index.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type ReceivedRequest, type Receiver, type TestDb } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type ReceivedRequest, type Receiver, type TestDb } from '../support/webhooks.js';
 
 const SECRET = 'whsec_delivery_test_secret';
 
@@ -29,7 +29,7 @@ describe('webhook delivery', () => {
   beforeEach(async () => {
     tdb = await createTestDb();
     receiver = await startReceiver(clock);
-    engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig(), secretBox: box });
+    engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig(), secretBox: box });
   });
   afterEach(async () => {
     await engine.stop();

@@ -5,7 +5,7 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
 import { settleAttempt } from '../../src/webhooks/settle.js';
 import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
-import { captureLogger, commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type TestDb } from './helpers.js';
+import { captureLogger, commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
 async function waitFor(predicate: () => boolean, timeoutMs = 2_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -30,7 +30,7 @@ describe('dispatcher loop', () => {
   });
 
   it('wakes at once on notify() instead of waiting for the next poll', async () => {
-    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig({ webhooks: { pollIntervalMs: 60_000 } }), secretBox: box });
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { pollIntervalMs: 60_000 } }), secretBox: box });
     const launchId = await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box });
     engine.start();
     await engine.dispatcher.runOnce(); // the loop's first pass is over; it now sleeps for a minute
@@ -43,7 +43,7 @@ describe('dispatcher loop', () => {
   });
 
   it('stop() waits for in-flight attempts to settle', async () => {
-    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig(), secretBox: box });
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig(), secretBox: box });
     receiver.respond = () => ({ status: 200, delayMs: 300 });
     const launchId = await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box });
     await commitEvents(tdb.db, clock, launchId, 2);
@@ -61,7 +61,7 @@ describe('dispatcher loop', () => {
     const other = await startReceiver(clock);
     receiver.respond = () => 'hang';
     other.respond = () => 'hang';
-    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig({ webhooks: { maxInFlight: 3, maxInFlightPerHost: 10, timeoutMs: 400 } }), secretBox: box });
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { maxInFlight: 3, maxInFlightPerHost: 10, timeoutMs: 400 } }), secretBox: box });
     try {
       await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 5);
       await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: other.url, secret: 's', box }), 5);
@@ -79,7 +79,7 @@ describe('dispatcher loop', () => {
   it('backs off when the database fails instead of spinning', async () => {
     const broken = openDatabase(`${tdb.dir}/broken.sqlite`); // never migrated: every claim fails
     const { logger, lines } = captureLogger();
-    const engine = createWebhookEngine({ db: broken.db, clock, logger, config: testConfig({ webhooks: { pollIntervalMs: 20 } }), secretBox: box });
+    const engine = createWebhookEngine({ db: broken.db, clock, logger, config: engineConfig({ webhooks: { pollIntervalMs: 20 } }), secretBox: box });
     engine.start();
     await new Promise((r) => setTimeout(r, 600));
     engine.signal.notify();

@@ -12,7 +12,7 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { parseDestinationPatch } from '../../src/launches/updateDestination.js';
 import { parseEndpointCreate, webhookUrlProblem } from '../../src/webhooks/endpoints/request.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type ReceivedRequest, type TestDb } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type ReceivedRequest, type TestDb } from '../support/webhooks.js';
 
 type Json = Record<string, any>;
 
@@ -65,7 +65,7 @@ describe('webhook endpoints (SPEC §13)', () => {
   let running: WebhookService | undefined;
   async function build(options: { schedule?: number[]; disableAfterMs?: number } = {}) {
     await running?.stop();
-    const config = testConfig({ breaker: { failureThreshold: 1_000 }, webhooks: options.schedule ? { retrySchedule: options.schedule } : {} });
+    const config = engineConfig({ breaker: { failureThreshold: 1_000 }, webhooks: options.schedule ? { retrySchedule: options.schedule } : {} });
     service = createWebhookService({ db: tdb.db, clock, logger: silentLogger(), config: { ...config, endpoints: { disableAfterMs: options.disableAfterMs ?? 5 * 86_400_000 } }, secretBox: box });
     running = service;
     const deps = { db: tdb.db, clock, secretBox: box, production: false, signal: service.signal };

@@ -5,7 +5,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createWebhookEngine, type WebhookEngine } from '../../src/webhooks/engine.js';
 import { redeliverEvent } from '../../src/webhooks/redeliver.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, testConfig, type TestDb } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, engineConfig, type TestDb } from '../support/webhooks.js';
 
 describe('the example receiver (scripts/example-receiver.ts)', () => {
   let tdb: TestDb;
@@ -21,7 +21,7 @@ describe('the example receiver (scripts/example-receiver.ts)', () => {
     processed.length = 0;
     duplicates.length = 0;
     tdb = await createTestDb();
-    engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig(), secretBox: box });
+    engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig(), secretBox: box });
     server = createExampleReceiver({ secret: 'whsec_example', onEvent: (e) => void processed.push(e), onDuplicate: (e) => void duplicates.push(e) });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;

@@ -6,7 +6,7 @@ import { forbiddenAddressReason } from '../../src/webhooks/addressPolicy.js';
 import { createWebhookEngine, outboundGuardEnabled } from '../../src/webhooks/engine.js';
 import { createGuardedConnector, type HostLookup } from '../../src/webhooks/guardedConnector.js';
 import { createWebhookHttpClient, type WebhookHttpClient } from '../../src/webhooks/httpClient.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver } from '../support/webhooks.js';
 
 const FORBIDDEN: Array<[string, string]> = [
   ['127.0.0.1', 'loopback'],
@@ -61,9 +61,9 @@ describe('outbound address policy', () => {
   });
 
   it('is on in production and whenever private networks are not allowed', () => {
-    expect(outboundGuardEnabled(testConfig({ production: true }))).toBe(true);
-    expect(outboundGuardEnabled(testConfig({ webhooks: { allowPrivateNetworks: false } }))).toBe(true);
-    expect(outboundGuardEnabled(testConfig())).toBe(false);
+    expect(outboundGuardEnabled(engineConfig({ production: true }))).toBe(true);
+    expect(outboundGuardEnabled(engineConfig({ webhooks: { allowPrivateNetworks: false } }))).toBe(true);
+    expect(outboundGuardEnabled(engineConfig())).toBe(false);
   });
 });
 
@@ -118,7 +118,7 @@ describe('guarded HTTP client (allowPrivateNetworks = false)', () => {
     const tdb = await createTestDb();
     const clock = manualClock();
     const box = newSecretBox();
-    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig({ production: true, webhooks: { allowPrivateNetworks: false } }), secretBox: box });
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ production: true, webhooks: { allowPrivateNetworks: false } }), secretBox: box });
     try {
       const httpLaunch = await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box });
       const httpsLaunch = await insertLaunch(tdb.db, clock, { url: receiver.url.replace('http:', 'https:'), secret: 's', box });

@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { startLoopLagMonitor, type LoopLag } from '../../src/lib/loopLag.js';
 import { createBreakerRegistry } from '../../src/webhooks/breakerRegistry.js';
 import { createWebhookHttpClient, type AttemptOutcome, type WebhookHttpClient } from '../../src/webhooks/httpClient.js';
-import { createTestDb, type TestDb } from './helpers.js';
+import { createTestDb, type TestDb } from '../support/webhooks.js';
 
 /** Keeps this thread busy, as a saturated event loop would be. */
 function stall(ms: number): void {

@@ -8,7 +8,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
 import { createEndpoint, rotateEndpointSecret, updateEndpoint } from '../../src/webhooks/endpoints/endpoints.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, testConfig } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, engineConfig } from '../support/webhooks.js';
 
 const packageDir = join(import.meta.dirname, '..', '..', 'packages', 'webhooks');
 const SECRET = 'whsec_package_test_secret';
@@ -107,7 +107,7 @@ export { id, reason };
     const tdb = await createTestDb();
     const clock = manualClock(Date.now()); // the receivers check timestamps against their own wall clock
     const box = newSecretBox();
-    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig(), secretBox: box });
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig(), secretBox: box });
     try {
       const sent: string[] = [];
       for (const r of [...receivers, wrong]) {
@@ -141,7 +141,7 @@ export { id, reason };
     const clock = manualClock(Date.now());
     const box = newSecretBox();
     const deps = { db: tdb.db, clock, secretBox: box };
-    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig(), secretBox: box });
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig(), secretBox: box });
     const started: RunningReceiver[] = [];
     try {
       const standard = await createEndpoint(deps, 'acme', { url: 'http://127.0.0.1:9/none', events: ['*'], description: null, signatureScheme: 'standard' });

@@ -9,7 +9,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { WEBHOOK_EVENT_KINDS } from '../../src/webhooks/sampleEvents.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type TestDb } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
 type Json = Record<string, any>;
 
@@ -40,14 +40,14 @@ describe('webhook, delivery and dead-letter routes', () => {
       clock,
       logger: silentLogger(),
       // Breakers are covered elsewhere; here repeated failures to the one receiver must not pause it.
-      config: testConfig({ breaker: { failureThreshold: 1_000 } }),
+      config: engineConfig({ breaker: { failureThreshold: 1_000 } }),
       secretBox: box,
     });
     const routes = webhookRoutes({
       db: tdb.db,
       clock,
       engine: service.engine,
-      testSecret: testConfig().webhooks.testSecret,
+      testSecret: engineConfig().webhooks.testSecret,
       requeueLaunch: async (_trx, dl) => {
         retriedLaunches.push(dl);
       },

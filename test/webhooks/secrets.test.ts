@@ -7,7 +7,7 @@ import { createApp } from '../../src/http/app.js';
 import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
-import { captureLogger, commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type TestDb } from './helpers.js';
+import { captureLogger, commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
 const SECRET = 'whsec_Sup3rS3cret_do_not_leak_8f2a';
 const TEST_SECRET = 'whsec_test_route_secret_4c1d';
@@ -23,7 +23,7 @@ describe('webhook secrets', () => {
   beforeEach(async () => {
     tdb = await createTestDb();
     receiver = await startReceiver(clock);
-    service = createWebhookService({ db: tdb.db, clock, logger: captured.logger, config: testConfig(), secretBox: box });
+    service = createWebhookService({ db: tdb.db, clock, logger: captured.logger, config: engineConfig(), secretBox: box });
   });
   afterEach(async () => {
     await service.stop();
@@ -42,7 +42,7 @@ describe('webhook secrets', () => {
     expect(receiver.requests).toHaveLength(4);
 
     const app = createApp({ db: tdb.db, logger: captured.logger, limiter: new RateLimiter(1000, clock), bodyLimitBytes: 65_536,
-      routes: webhookRoutes({ db: tdb.db, clock, engine: service.engine, testSecret: testConfig().webhooks.testSecret, requeueLaunch: async () => undefined, wakeRunner: () => undefined }),
+      routes: webhookRoutes({ db: tdb.db, clock, engine: service.engine, testSecret: engineConfig().webhooks.testSecret, requeueLaunch: async () => undefined, wakeRunner: () => undefined }),
     });
     const { key } = await createApiKey(tdb.db, { owner: 'acme', scopes: ['launches:read', 'launches:write'], now: clock.now() });
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { createSettleBatcher } from '../../src/webhooks/settleBatcher.js';
 import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, type TestDb } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 
 describe('settling attempts in shared transactions', () => {
   const clock = manualClock();

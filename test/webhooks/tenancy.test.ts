@@ -8,7 +8,7 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { breakerVerdict } from '../../src/webhooks/breakerRegistry.js';
 import { delayHonouringRetryAfter, parseRetryAfter } from '../../src/webhooks/retryAfter.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type TestDb } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
 type Json = Record<string, any>;
 const MIN = 60_000;
@@ -25,7 +25,7 @@ const box = newSecretBox();
 beforeEach(async () => {
   tdb = await createTestDb();
   receiver = await startReceiver(clock, '/');
-  service = createWebhookService({ db: tdb.db, clock, logger: silentLogger(), config: testConfig({ webhooks: { retrySchedule: SCHEDULE, maxInFlight: 32, maxInFlightPerHost: 32 } }), secretBox: box });
+  service = createWebhookService({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { retrySchedule: SCHEDULE, maxInFlight: 32, maxInFlightPerHost: 32 } }), secretBox: box });
   const routes = webhookRoutes({ db: tdb.db, clock, engine: service.engine, testSecret: 'whsec_test', requeueLaunch: async () => undefined, wakeRunner: () => undefined });
   app = createApp({ db: tdb.db, logger: silentLogger(), limiter: new RateLimiter(100_000, clock), bodyLimitBytes: 65_536, routes });
   keys = {

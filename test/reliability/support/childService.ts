@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-const fixture = fileURLToPath(new URL('../fixtures/serviceProcess.ts', import.meta.url));
+const fixture = fileURLToPath(new URL('./serviceProcess.ts', import.meta.url));
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** The service running in a child process (fixtures/serviceProcess.ts). */
+/** The service running in a child process (serviceProcess.ts). */
 export interface ChildService {
   child: ChildProcess;
   origin: string;
@@ -13,7 +13,7 @@ export interface ChildService {
   kill(signal: NodeJS.Signals): Promise<NodeJS.Signals | number | null>;
 }
 
-/** Spawns `node --import tsx fixtures/serviceProcess.ts` with `env` and waits until it listens. */
+/** Spawns `node --import tsx serviceProcess.ts` with `env` and waits until it listens. */
 export async function startChildService(env: Record<string, string>): Promise<ChildService> {
   const child = spawn(process.execPath, ['--import', 'tsx', fixture], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';

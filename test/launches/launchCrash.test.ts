@@ -22,7 +22,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs the runner in a real child process that SIGKILLs itself at `crashAt`. */
 function runChild(crashAt: string): { signal: NodeJS.Signals | null; status: number | null; stdout: string } {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'crashingRunner.ts')], {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support', 'crashingRunner.ts')], {
     env: { ...env, CRASH_AT: crashAt },
     encoding: 'utf8',
     timeout: 60_000,

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Config } from '../../src/config/config.js';
+import { testConfig } from './config.js';
 import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import type { Clock } from '../../src/lib/clock.js';
@@ -17,22 +18,21 @@ import { recordEvent } from '../../src/webhooks/outbox.js';
 
 export type WebhookConfig = Pick<Config, 'production' | 'webhooks' | 'breaker'>;
 
-/** Engine config for tests: the seed's schedule and breaker, private networks allowed. */
-export function testConfig(overrides: { webhooks?: Partial<Config['webhooks']>; breaker?: Partial<Config['breaker']>; production?: boolean } = {}): WebhookConfig {
+const DEFAULTS = (() => {
+  const { config, cleanup } = testConfig({ WEBHOOK_TIMEOUT_MS: '2s', WEBHOOK_POLL_INTERVAL_MS: '50ms', WEBHOOK_MAX_IN_FLIGHT: '16', WEBHOOK_MAX_IN_FLIGHT_PER_HOST: '4', WEBHOOK_TEST_SECRET: 'whsec_server_test_secret' });
+  cleanup();
+  return config;
+})();
+
+/**
+ * The webhook engine's part of {@link testConfig} (the service's defaults: schedule, breaker, private
+ * networks allowed outside production), with short timeouts and polls so tests run fast.
+ */
+export function engineConfig(overrides: { webhooks?: Partial<Config['webhooks']>; breaker?: Partial<Config['breaker']>; production?: boolean } = {}): WebhookConfig {
   return {
     production: overrides.production ?? false,
-    webhooks: {
-      retrySchedule: [0, 30_000, 120_000, 600_000, 3_600_000],
-      timeoutMs: 2_000,
-      allowPrivateNetworks: true,
-      testSecret: 'whsec_server_test_secret',
-      maxInFlight: 16,
-      maxInFlightPerHost: 4,
-      leaseMs: 60_000,
-      pollIntervalMs: 50,
-      ...overrides.webhooks,
-    },
-    breaker: { failureThreshold: 3, resetTimeoutMs: 5 * 60_000, ...overrides.breaker },
+    webhooks: { ...DEFAULTS.webhooks, allowPrivateNetworks: true, ...overrides.webhooks },
+    breaker: { ...DEFAULTS.breaker, ...overrides.breaker },
   };
 }
 

@@ -6,7 +6,7 @@ import { createBreakerRegistry } from '../../src/webhooks/breakerRegistry.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
 import { settleAttempt } from '../../src/webhooks/settle.js';
 import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, testConfig, type Receiver, type TestDb } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
 const LEASE_MS = 60_000;
 const ok = { ok: true, statusCode: 200, durationMs: 1, responseBody: '', errorClass: null, errorMessage: null };
@@ -42,7 +42,7 @@ describe('fenced delivery leases and exact attempts', () => {
   });
 
   it('a dispatcher does not claim a delivery it is still attempting after a clock jump of twice the lease', async () => {
-    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig({ webhooks: { leaseMs: LEASE_MS } }), secretBox: box });
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { leaseMs: LEASE_MS } }), secretBox: box });
     let arrived: () => void = () => undefined;
     const arrival = new Promise<void>((resolve) => (arrived = resolve));
     receiver.respond = () => {
@@ -62,7 +62,7 @@ describe('fenced delivery leases and exact attempts', () => {
   });
 
   it('a failed settle never yields a 6th attempt: the delivery ends failed with a dead letter after exactly 5 sends', async () => {
-    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig({ webhooks: { leaseMs: LEASE_MS } }), secretBox: box });
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { leaseMs: LEASE_MS } }), secretBox: box });
     receiver.respond = () => ({ status: 500 });
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 1);
     // Every settle fails: the attempt log refuses the insert, so no attempt is ever settled.

@@ -6,10 +6,10 @@ import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
-import { commitEvents, createTestDb, insertLaunch, startReceiver, testConfig, type Receiver, type TestDb } from './helpers.js';
+import { commitEvents, createTestDb, insertLaunch, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
 const EVENTS = 300;
-const worker = fileURLToPath(new URL('./fixtures/dispatchWorker.ts', import.meta.url));
+const worker = fileURLToPath(new URL('./support/dispatchWorker.ts', import.meta.url));
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<void> {
@@ -64,7 +64,7 @@ describe('crash safety', () => {
 
     // Restart: a new engine on the same file, its clock past the dead worker's 2 s leases.
     clock.set(Date.now() + 60_000);
-    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: testConfig({ webhooks: { maxInFlight: 32, maxInFlightPerHost: 16 } }), secretBox: box });
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { maxInFlight: 32, maxInFlightPerHost: 16 } }), secretBox: box });
     await engine.dispatcher.drain();
     await engine.stop();
 
