@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/lib/clock.js';
 import { launchBody, TOKEN_LAUNCH_EVENTS } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { startReceiver, type Receiver } from './helpers.js';
+import { startReceiver, type Receiver } from '../support/webhooks.js';
 
 type Json = Record<string, any>;
 
