@@ -75,9 +75,15 @@ export type IdempotencyClaim =
 
 /**
  * Claims an idempotency key for this owner, or tells why it cannot: the first request finished
- * (replay), is still running (in progress) or had another body (reused). An expired key is reclaimed.
+ * (replay), is still running (in progress) or had another body (reused). An expired key is
+ * reclaimed, and so is one left in progress by a request that is no longer running (`running`
+ * says which are: a crash between claiming the key and creating the launch). The launch and the
+ * key's completion commit together, so a key in progress never has a launch: it is free again.
  */
-export async function claimIdempotencyKey(db: DbOrTx, args: { owner: string; key: string; hash: string; now: number }): Promise<IdempotencyClaim> {
+export async function claimIdempotencyKey(
+  db: DbOrTx,
+  args: { owner: string; key: string; hash: string; now: number; running?: (owner: string, key: string) => boolean },
+): Promise<IdempotencyClaim> {
   const existing = await db
     .selectFrom('idempotency_keys')
     .selectAll()
@@ -86,10 +92,22 @@ export async function claimIdempotencyKey(db: DbOrTx, args: { owner: string; key
     .executeTakeFirst();
   if (existing && existing.expires_at > args.now) {
     if (existing.request_hash !== args.hash) return { kind: 'reused' };
-    if (existing.state === 'in_progress' || existing.launch_id === null) return { kind: 'in_progress' };
-    return { kind: 'replay', launchId: existing.launch_id };
+    const abandoned = existing.state === 'in_progress' && args.running !== undefined && !args.running(args.owner, args.key);
+    if (!abandoned) {
+      if (existing.state === 'in_progress' || existing.launch_id === null) return { kind: 'in_progress' };
+      return { kind: 'replay', launchId: existing.launch_id };
+    }
   }
-  if (existing) await releaseIdempotencyKey(db, args.owner, args.key);
+  if (existing) {
+    // Only the row we read: a concurrent claim that replaced it meanwhile keeps its key.
+    await db
+      .deleteFrom('idempotency_keys')
+      .where('owner', '=', args.owner)
+      .where('key', '=', args.key)
+      .where('created_at', '=', existing.created_at)
+      .where('state', '=', existing.state)
+      .execute();
+  }
   const inserted = await db
     .insertInto('idempotency_keys')
     .values({
@@ -117,9 +135,17 @@ export async function completeIdempotencyKey(db: DbOrTx, args: { owner: string; 
     .execute();
 }
 
-/** Frees a key whose request was refused, so the caller may fix the body and retry with it. */
-export async function releaseIdempotencyKey(db: DbOrTx, owner: string, key: string): Promise<void> {
-  await db.deleteFrom('idempotency_keys').where('owner', '=', owner).where('key', '=', key).execute();
+/**
+ * Frees a key whose request was refused, so the caller may fix the body and retry with it. With
+ * `onlyInProgress`, a key whose launch committed (state complete) is never freed.
+ */
+export async function releaseIdempotencyKey(db: DbOrTx, owner: string, key: string, options: { onlyInProgress?: boolean } = {}): Promise<void> {
+  await db
+    .deleteFrom('idempotency_keys')
+    .where('owner', '=', owner)
+    .where('key', '=', key)
+    .$if(options.onlyInProgress === true, (q) => q.where('state', '=', 'in_progress'))
+    .execute();
 }
 
 /** Deletes keys past their 24 h retention. */

@@ -1,0 +1,110 @@
+import type { RequiredProgram } from '../chain/steps/index.js';
+import type { LaunchRow, StepRow } from '../db/schema.js';
+import { ConflictError, InvalidInputError, NotFoundError, UnavailableError, UnprocessableError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import { createLaunch, type CreateLaunchDeps } from './createLaunch.js';
+import { claimIdempotencyKey, completeIdempotencyKey, isValidIdempotencyKey, releaseIdempotencyKey, requestHash } from './idempotency.js';
+import { parseLaunchRequest, type LaunchRequest } from './request.js';
+import { findLaunch, findSteps } from './store.js';
+
+export interface SubmitLaunchDeps extends CreateLaunchDeps {
+  production: boolean;
+  /** Keys the stored idempotency request hash (see requestHashKey). */
+  requestHashKey: Buffer;
+  checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
+}
+
+export interface SubmitLaunchInput {
+  owner: string;
+  body: unknown;
+  idempotencyKey: string | undefined;
+  requestId: string;
+  logger: Logger;
+}
+
+/** A new launch, or the one an earlier request with the same Idempotency-Key created. */
+export type SubmitLaunchOutcome = { kind: 'created' | 'replayed'; launch: LaunchRow; steps: StepRow[] };
+
+/**
+ * The create-a-launch use case (`POST /api/launches`): the Idempotency-Key, validation, the
+ * capability check and the create. Refusals are domain errors. A key is released only when its
+ * request was refused before the launch committed, never after (the launch and the key's
+ * completion commit in one transaction); a key a crash left in progress is free again on the next
+ * request with it. Keys in flight are tracked here: with one writer per data directory, this
+ * process knows every request that is still running.
+ */
+export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLaunchInput) => Promise<SubmitLaunchOutcome> {
+  const inFlight = new Set<string>();
+  const slot = (owner: string, key: string) => `${owner}\u0000${key}`;
+
+  return async function submitLaunch(input) {
+    const { owner, idempotencyKey: key } = input;
+    if (key !== undefined && !isValidIdempotencyKey(key)) {
+      throw new InvalidInputError('Idempotency-Key must be 1 to 255 printable characters', { fields: [{ field: 'Idempotency-Key', message: 'invalid' }] });
+    }
+    if (key === undefined) return created(await validateAndCreate(input, undefined));
+
+    const claim = await claimIdempotencyKey(deps.db, {
+      owner,
+      key,
+      hash: requestHash(input.body, deps.requestHashKey),
+      now: deps.clock.now(),
+      running: (o, k) => inFlight.has(slot(o, k)),
+    });
+    if (claim.kind === 'reused') throw new UnprocessableError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body');
+    if (claim.kind === 'in_progress') throw new ConflictError('A request with this Idempotency-Key is still being processed', undefined, 'idempotency_in_progress');
+    if (claim.kind === 'replay') {
+      const launch = await findLaunch(deps.db, claim.launchId, owner);
+      if (!launch) throw new NotFoundError('The launch of this Idempotency-Key no longer exists');
+      return { kind: 'replayed', launch, steps: await findSteps(deps.db, launch.id) };
+    }
+
+    inFlight.add(slot(owner, key));
+    let committed = false;
+    try {
+      const launchId = await validateAndCreate(input, key, () => (committed = true));
+      return created(launchId);
+    } catch (error) {
+      // Refused before the launch existed: the caller may fix the body and retry with the same key.
+      if (!committed) await releaseIdempotencyKey(deps.db, owner, key, { onlyInProgress: true });
+      throw error;
+    } finally {
+      inFlight.delete(slot(owner, key));
+    }
+  };
+
+  async function created(launchId: string): Promise<SubmitLaunchOutcome> {
+    const launch = await findLaunch(deps.db, launchId, undefined);
+    if (!launch) throw new Error(`launch ${launchId} vanished after insert`);
+    return { kind: 'created', launch, steps: await findSteps(deps.db, launchId) };
+  }
+
+  async function validateAndCreate(input: SubmitLaunchInput, key: string | undefined, onCommit?: () => void): Promise<string> {
+    const parsed = parseLaunchRequest(input.body, { requireHttps: deps.production, publicDestinationsOnly: deps.production });
+    if (!parsed.ok) throw new InvalidInputError('The launch request is invalid', { fields: parsed.errors });
+    const missing = await deps.checkCapabilities(parsed.value).catch((error: unknown) => {
+      input.logger.warn({ err: error }, 'capability check failed');
+      throw new UnavailableError('The chain could not be reached to check the programs this launch needs; retry with the same Idempotency-Key', 5);
+    });
+    if (missing.length > 0) {
+      throw new UnprocessableError(
+        'chain_capability_missing',
+        `The configured chain lacks ${missing.map((m) => `${m.name} (${m.programId})`).join(', ')}; provide it with CHAIN_PROGRAMS_DIR (solana program dump -u m <programId> <programId>.so) or use a cluster that has it`,
+        { missing },
+      );
+    }
+    const launchId = await createLaunch(deps, {
+      owner: input.owner,
+      request: parsed.value,
+      requestId: input.requestId,
+      inTransaction:
+        key === undefined
+          ? undefined
+          : async (trx, id) => {
+              await completeIdempotencyKey(trx, { owner: input.owner, key, launchId: id, status: 202 });
+            },
+    });
+    onCommit?.();
+    return launchId;
+  }
+}
