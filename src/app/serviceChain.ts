@@ -31,7 +31,7 @@ export async function createChainBackend(config: Config, deps: { db: Db; clock: 
   });
 }
 
-/** The programs a request needs that are not executable on the chain (SPEC §3 capability check). */
+/** The programs a request needs that are not executable on the chain (docs/api.md capability check). */
 export async function checkCapabilities(chain: ChainBackend, request: LaunchRequest): Promise<RequiredProgram[]> {
   const plan = planFromRequest('capability-check', storedRequest(request));
   const needed = requiredPrograms(plan);

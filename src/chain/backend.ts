@@ -24,7 +24,7 @@ export interface ChainProbe {
   payerBalance: number;
 }
 
-/** Transaction building options a cluster may need (SPEC §3: configurable priority fee and compute limit). */
+/** Transaction building options a cluster may need (docs/api.md: configurable priority fee and compute limit). */
 export interface FeeSettings {
   priorityFeeMicroLamports: number;
   computeUnitLimit: number | undefined;

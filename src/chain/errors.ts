@@ -2,7 +2,7 @@ import { NonRetriableError, TransientError } from '../lib/retry.js';
 
 /**
  * Turns the text of a rejected transaction (RPC error message, simulation logs, LiteSVM error)
- * into the service's failure classes (SPEC §3). Returns `undefined` for "already processed",
+ * into the service's failure classes (docs/api.md). Returns `undefined` for "already processed",
  * which a sender treats as success.
  */
 export function classifyTransactionFailure(text: string, cause?: unknown): Error | undefined {

@@ -31,7 +31,7 @@ export interface SendResult {
 }
 
 /**
- * The idempotent send procedure (SPEC §3). With no recorded transaction: pre-check the payer's
+ * The idempotent send procedure (docs/api.md). With no recorded transaction: pre-check the payer's
  * balance, sign, record (durably) and only then send and confirm. With a recorded one: any
  * signature the step ever signed that landed successfully is done; one that failed on chain is a
  * failure only when the postcondition does not hold (the effect may have landed through another

@@ -5,7 +5,7 @@ import { parseDuration, parseDurationList } from './duration.js';
 
 export type ChainMode = 'embedded' | 'rpc';
 
-/** Validated service configuration (SPEC §7, §8). Built once at start by {@link loadConfig}. */
+/** Validated service configuration (docs/configuration.md, §8). Built once at start by {@link loadConfig}. */
 export interface Config {
   nodeEnv: string;
   production: boolean;

@@ -1,4 +1,4 @@
-/** One component check as the health response shows it (SPEC §5). */
+/** One component check as the health response shows it (docs/api.md). */
 export interface CheckResult {
   status: 'pass' | 'fail';
   latencyMs: number;

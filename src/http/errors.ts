@@ -1,6 +1,6 @@
 import { ConflictError, InvalidInputError, NotFoundError, UnavailableError, UnprocessableError, type DomainError } from '../lib/errors.js';
 
-/** A failure that becomes the error envelope `{"error": {code, message, details}}` (SPEC §2). */
+/** A failure that becomes the error envelope `{"error": {code, message, details}}` (docs/api.md). */
 export class ApiError extends Error {
   constructor(
     readonly status: number,

@@ -25,7 +25,7 @@ export function readPage(query: (name: string) => string | undefined, options: {
   return { limit, offset };
 }
 
-/** The pagination block of seed 000. */
+/** The pagination block of docs/api.md. */
 export function paginationBlock(page: Page, returned: number, total: number): Record<string, unknown> {
   const hasMore = page.offset + returned < total;
   return { limit: page.limit, offset: page.offset, returned, total, has_more: hasMore, next_offset: hasMore ? page.offset + returned : null };

@@ -13,7 +13,7 @@ export function stepEvents(step: string, index: number, total: number, output: S
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 const obj = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>) : null);
 
-/** `launch.complete` data exactly as seed 001: every address and every transaction with its type. */
+/** `launch.complete` data exactly as docs/events.md: every address and every transaction with its type. */
 export function completionData(results: Record<string, unknown>, transactions: StepOutcome['transactions']): Record<string, unknown> {
   const dao = obj(results.dao);
   const pool = obj(results.pool);

@@ -6,7 +6,7 @@ export interface ClassifiedFailure {
   message: string;
 }
 
-/** Sorts a step failure into the classes of SPEC §3; unknown errors count as transient. */
+/** Sorts a step failure into the classes of docs/api.md; unknown errors count as transient. */
 export function classifyFailure(error: unknown): ClassifiedFailure {
   if (error instanceof NonRetriableError) return { retriable: false, code: error.code, message: error.message };
   if (error instanceof TransientError) return { retriable: true, code: error.code, message: error.message };

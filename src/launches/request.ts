@@ -45,7 +45,7 @@ const chainText = (maxBytes: number, limit: string) =>
 /** Schemes a wallet fetches token metadata from. */
 const URI_SCHEMES = ['https:', 'ipfs:', 'ar:'];
 
-/** The launch request body (SPEC §3); strict: unknown fields are refused. */
+/** The launch request body (docs/api.md); strict: unknown fields are refused. */
 export const launchRequestSchema = z
   .strictObject({
     name: chainText(32, 'on-chain metadata limit'),

@@ -5,7 +5,7 @@ import type { Database, LaunchRow } from '../db/schema.js';
 /**
  * A runner's hold on a launch: who claimed it and the fencing token of that claim. Every write
  * made under the lease names both, so after another claim (the lease expired during a stall or
- * a clock jump) the earlier holder's writes match no row and it stops (SPEC §3, §12).
+ * a clock jump) the earlier holder's writes match no row and it stops (docs/api.md, §12).
  */
 export interface LaunchLease {
   launchId: string;
@@ -116,7 +116,7 @@ export async function startStep(db: DbOrTx, lease: LaunchLease, args: { step: st
 }
 
 /**
- * Persists the step's signed transactions before they are sent (SPEC §3). This one write commits
+ * Persists the step's signed transactions before they are sent (docs/api.md). This one write commits
  * with `synchronous = FULL`: under the service's usual NORMAL, a power loss right after the commit
  * could forget it, and a sent transaction the database forgot could be signed and sent again. The
  * connection is held for the three statements so no other write runs at FULL or this one at NORMAL.

@@ -1,4 +1,4 @@
-/** Failure classes shared by the launch runner and the chain backends (SPEC §3). */
+/** Failure classes shared by the launch runner and the chain backends (docs/api.md). */
 
 /** A failure worth retrying with backoff (RPC timeout, 429/5xx, blockhash expired, breaker open). */
 export class TransientError extends Error {

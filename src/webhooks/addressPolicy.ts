@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 
 /**
- * Destinations a webhook may reach when the outbound guard is on (SPEC §4.7): global unicast
+ * Destinations a webhook may reach when the outbound guard is on (docs/delivery.md): global unicast
  * addresses only. Classification is ipaddr.js's table of special-purpose ranges (the one express
  * uses for its proxy handling), so loopback, private, link-local, CGNAT, multicast, documentation,
  * benchmarking, translation (NAT64, 6to4, Teredo, IPv4-mapped), ORCHID, segment routing and other

@@ -32,7 +32,7 @@ export interface BreakerInfo {
 }
 
 /**
- * One breaker per webhook endpoint: scheme, host, port and path (SPEC §4.4), so customers sharing
+ * One breaker per webhook endpoint: scheme, host, port and path (docs/delivery.md), so customers sharing
  * a host do not stall each other. Health and metrics see them aggregated by host name.
  */
 export interface BreakerRegistry {
@@ -67,7 +67,7 @@ export interface BreakerRegistry {
 }
 
 /**
- * What an attempt's outcome says about the endpoint's host (SPEC §4.4): only host-level failures
+ * What an attempt's outcome says about the endpoint's host (docs/delivery.md): only host-level failures
  * (connect, DNS, TLS, timeout, 5xx, 429) count against the breaker. Any other answer (a 4xx, a
  * redirect) shows the host is up and counts as a success for the breaker, while it still costs the
  * delivery its attempt. Failures that never reached the host (a refused destination, an undecryptable

@@ -1,5 +1,5 @@
 /**
- * The per-host breaker as a small, serializable state machine (SPEC §4.4), driven by the times it
+ * The per-host breaker as a small, serializable state machine (docs/delivery.md), driven by the times it
  * is given rather than by timers, so it can be persisted, restored and tested with a manual clock.
  *
  * closed --N consecutive failures--> open --resetTimeout elapsed--> half-open

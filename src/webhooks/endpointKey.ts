@@ -1,5 +1,5 @@
 /**
- * The key a circuit breaker is kept under (SPEC §4.4): scheme, host, port and path of the webhook
+ * The key a circuit breaker is kept under (docs/delivery.md): scheme, host, port and path of the webhook
  * URL (`https://hooks.example.com:443/launch`), without query or fragment. Two customers on one
  * shared host (a relay such as a Zapier-style hook service) have different paths and therefore
  * breakers that do not stall each other.

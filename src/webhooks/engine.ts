@@ -35,7 +35,7 @@ export interface WebhookEngine {
   stop(): Promise<void>;
 }
 
-/** True when SPEC §4.7's guard applies: always in production, elsewhere unless private networks are allowed. */
+/** True when docs/delivery.md's guard applies: always in production, elsewhere unless private networks are allowed. */
 export function outboundGuardEnabled(config: Pick<Config, 'production' | 'webhooks'>): boolean {
   return config.production || !config.webhooks.allowPrivateNetworks;
 }

@@ -9,7 +9,7 @@ export type HostLookup = (hostname: string) => Promise<Array<{ address: string; 
 export const systemLookup: HostLookup = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
 /**
- * The destination is not a public unicast address (SPEC §4.7). `detail` names the address and
+ * The destination is not a public unicast address (docs/delivery.md). `detail` names the address and
  * what it resolved from; in production only the server log sees it (see httpClient).
  */
 export class BlockedDestinationError extends Error {

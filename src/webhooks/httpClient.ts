@@ -40,7 +40,7 @@ export interface WebhookHttpClient {
 
 export interface WebhookHttpClientOptions {
   timeoutMs: number;
-  /** SPEC §4.7 guard: https only and public resolved addresses only. */
+  /** docs/delivery.md guard: https only and public resolved addresses only. */
   guard: boolean;
   lookup?: HostLookup;
   /** Replaces the address policy of the guard (tests only: to reach a local TLS receiver through it). */

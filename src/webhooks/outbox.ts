@@ -5,7 +5,7 @@ import { endpointKey } from './endpointKey.js';
 import { filterMatches } from './endpoints/filters.js';
 import { enabledEndpointsOf } from './endpoints/store.js';
 
-/** The webhook envelope (SPEC §4.1). Its serialized form is the body of every attempt. */
+/** The webhook envelope (docs/events.md). Its serialized form is the body of every attempt. */
 export interface WebhookEnvelope<T = unknown> {
   id: string;
   event: string;

@@ -37,7 +37,7 @@ export function presentAttempt(a: AttemptRow) {
   };
 }
 
-/** A delivery with its attempts (SPEC §2 `{"deliveries": [...]}`); the URL is shown, never the secret. */
+/** A delivery with its attempts (docs/api.md `{"deliveries": [...]}`); the URL is shown, never the secret. */
 export function presentDelivery(d: DeliveryView, attempts: AttemptRow[] = []) {
   return {
     id: d.id,

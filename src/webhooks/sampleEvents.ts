@@ -2,7 +2,7 @@ import { newId } from '../lib/ids.js';
 import type { WebhookEnvelope } from './outbox.js';
 import { WATCHER_SAMPLES } from '../watcher/events.js';
 
-/** Every event kind of seed 001; the test route accepts each of them. */
+/** Every event kind of docs/events.md; the test route accepts each of them. */
 export const WEBHOOK_EVENT_KINDS = [
   'launch.queued',
   'launch.processing',

@@ -1,5 +1,5 @@
 /**
- * The retry schedule (SPEC §4.3) as pure functions. `schedule[i]` is the delay before attempt i+1,
+ * The retry schedule (docs/delivery.md) as pure functions. `schedule[i]` is the delay before attempt i+1,
  * counted from the failure of attempt i; the first entry (normally 0) is the delay of attempt 1,
  * which the outbox queues as soon as the event commits. The default schedule is configuration's
  * (`WEBHOOK_RETRY_SCHEDULE`, docs/configuration.md).

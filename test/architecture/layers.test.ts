@@ -39,6 +39,30 @@ describe('the layers of src (docs/architecture.md)', () => {
     expect([...crossings(deadLetters, 'launches'), ...crossings(deadLetters, 'webhooks')]).toEqual([]);
   });
 
+  it('imports only sideways within a folder or down the layers of docs/architecture.md', () => {
+    const layer: Record<string, number> = {
+      app: 5, monitor: 5,
+      http: 4, dashboard: 4, metrics: 4,
+      launches: 3, watcher: 3,
+      webhooks: 2,
+      chain: 1, deadLetters: 1, auth: 1, health: 1, cache: 1,
+      db: 0, config: 0, crypto: 0, lib: 0,
+    };
+    // The test route's samples of the watcher's events (docs/architecture.md, "Layers").
+    const allowed = new Set(['webhooks/sampleEvents.ts → watcher/events.ts']);
+    const folder = (file: string) => file.split('/')[0]!;
+    const upward: string[] = [];
+    for (const [file, targets] of graph) {
+      for (const target of targets) {
+        const [from, to] = [folder(file), folder(target)];
+        if (from === to || to === '..' || allowed.has(`${file} → ${target}`)) continue;
+        expect(layer[from], `${from}/ has a layer in the test and in docs/architecture.md`).toBeDefined();
+        if ((layer[to] ?? Infinity) >= layer[from]!) upward.push(`${file} → ${target}`);
+      }
+    }
+    expect(upward).toEqual([]);
+  });
+
   it('lets only the composition root import src/app', () => {
     expect(crossings((file) => !file.startsWith('app/'), 'app')).toEqual([]);
   });

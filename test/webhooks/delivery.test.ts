@@ -10,7 +10,7 @@ import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, 
 
 const SECRET = 'whsec_delivery_test_secret';
 
-/** The receiver's own check, written from SPEC §4.2 alone (it does not use our verify helper). */
+/** The receiver's own check, written from docs/delivery.md alone (it does not use our verify helper). */
 function receiverAccepts(req: ReceivedRequest, secret: string, nowMs: number): boolean {
   const stamp = String(req.headers['x-service-timestamp'] ?? '');
   const given = String(req.headers['x-service-signature'] ?? '');

@@ -28,7 +28,7 @@ export interface LaunchPlan {
   pool?: { quoteMint: string; quoteAmount: string };
 }
 
-/** A signed transaction recorded before it is sent (SPEC §3). */
+/** A signed transaction recorded before it is sent (docs/api.md). */
 export interface PendingTx {
   signature: string;
   blockhash: string;

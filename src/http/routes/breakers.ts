@@ -35,7 +35,7 @@ function present(b: BreakerInfo, pending: Map<string, number>) {
   };
 }
 
-/** `GET /breakers` and `POST /breakers/:key/reset` (admin; SPEC §2). Mount at `/`. */
+/** `GET /breakers` and `POST /breakers/:key/reset` (admin; docs/api.md). Mount at `/`. */
 export function createBreakerRoutes(deps: BreakerRouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 

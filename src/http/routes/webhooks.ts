@@ -35,7 +35,7 @@ function parseTestRequest(body: unknown): { webhookUrl: string; event: WebhookEv
   return { webhookUrl: webhookUrl as string, event: event as WebhookEventKind, webhookSecret: webhookSecret as string | undefined };
 }
 
-/** `POST /webhooks/test` (SPEC §4.6): one signed sample event, one attempt, no retry. Mount at `/`. */
+/** `POST /webhooks/test` (docs/delivery.md): one signed sample event, one attempt, no retry. Mount at `/`. */
 export function createWebhookTestRoutes(deps: WebhookTestRouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 

@@ -5,7 +5,7 @@ import { newId } from '../../lib/ids.js';
 
 export type AttemptRow = Selectable<DeliveryAttemptsTable>;
 
-/** Logs one attempt (SPEC §4.5): number, time, status code, duration, error class, truncated body. */
+/** Logs one attempt (docs/delivery.md): number, time, status code, duration, error class, truncated body. */
 export async function insertAttempt(db: DbOrTx, row: Omit<AttemptRow, 'id'>): Promise<void> {
   await db.insertInto('delivery_attempts').values({ id: newId('att'), ...row }).execute();
 }

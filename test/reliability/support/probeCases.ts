@@ -9,7 +9,7 @@ export interface ProbeCase {
   auth: 'writer' | 'admin' | 'none';
 }
 
-/** Every route of SPEC §2 with its allowed methods; `:id` is replaced by bad ids (and by a real id of its `idOf` kind). */
+/** Every route of docs/api.md with its allowed methods; `:id` is replaced by bad ids (and by a real id of its `idOf` kind). */
 export const ROUTES: Array<{ path: string; methods: string[]; idOf?: 'endpoint' }> = [
   { path: '/api/health', methods: ['GET', 'HEAD'] },
   { path: '/api/openapi', methods: ['GET'] },
@@ -65,7 +65,7 @@ export const BAD_CONTENT_TYPES = ['text/plain', 'application/x-www-form-urlencod
 /** Values of every wrong type a field can get. */
 export const WRONG_VALUES: unknown[] = [null, 0, -1, 1.5, 1e308, -1e308, '', ' ', 'x'.repeat(5000), '💥🚀', '\u202Eevil', [], [1, 2], {}, { a: 1 }, true, false, '1'.repeat(400), '-5', '0x10', '1e9', 'NaN', '../../etc/passwd'];
 
-/** Every launch field path (SPEC §3 request), nested ones dotted. */
+/** Every launch field path (docs/api.md request), nested ones dotted. */
 export const LAUNCH_FIELDS = [
   'name', 'ticker', 'totalSupply', 'decimals', 'uri', 'tokenStandard', 'creator', 'allocations', 'allocations.creator', 'allocations.vesting',
   'allocations.treasury', 'allocations.pool', 'vesting', 'vesting.beneficiary', 'vesting.cliffSeconds', 'vesting.periodSeconds', 'vesting.periods',

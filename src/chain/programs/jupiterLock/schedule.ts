@@ -18,7 +18,7 @@ export const EscrowMode = {
   either: 3,
 } as const;
 
-/** What the launch request says about vesting (SPEC §3 `vesting`). */
+/** What the launch request says about vesting (docs/api.md `vesting`). */
 export interface VestingRequest {
   cliffSeconds: number;
   periodSeconds: number;
