@@ -3,6 +3,7 @@ import { monotonicClock, type Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { createPollLoop, type PollLoop } from '../lib/pollLoop.js';
 import { backoffMs } from '../lib/retry.js';
+import { yieldToLoop } from '../lib/yieldToLoop.js';
 import { classifyFailure } from './failure.js';
 import { claimLaunch, extendLease, leaseOf, LeaseLostError, releaseLaunch, type LaunchLease } from './runStore.js';
 import { runLaunchSteps, type LaunchRunDeps } from './runLaunch.js';
@@ -14,6 +15,8 @@ export interface LaunchRunnerOptions extends LaunchRunDeps {
   maxStepAttempts?: number;
   /** Backoff between attempts of a step after a transient failure. */
   backoff?: (attempt: number) => number;
+  /** True while the event loop runs late: run one launch at a time, so requests (health first) get their turn. */
+  busy?: () => boolean;
 }
 
 /**
@@ -85,7 +88,8 @@ export class LaunchRunner {
 
   /** Claims up to the free slots; turns again at once while it finds work and has room. */
   private async turn(): Promise<boolean> {
-    while (this.loop.isRunning() && this.running.size < this.concurrency) {
+    while (this.loop.isRunning() && this.running.size < (this.options.busy?.() ? 1 : this.concurrency)) {
+      await yieldToLoop(); // a finished launch must not chain straight into the next one without letting I/O in
       const launch = await this.claim();
       if (!launch) return false;
       this.loop.track(this.process(launch));

@@ -4,6 +4,8 @@ import { performance } from 'node:perf_hooks';
 export interface LoopLag {
   /** The largest event-loop delay (ms) seen since `since` (a `performance.now()` instant), including a stall in progress. */
   maxSince(since: number): number;
+  /** True while the loop is running late (a delay of at least `busyMs` in the last `busyWindowMs`): bulk work should hold back. */
+  busy(): boolean;
   stop(): void;
 }
 
@@ -12,8 +14,10 @@ export interface LoopLag {
  * much later than asked it ran. Kept for `historyMs`, so a failed attempt can ask whether the
  * process itself stalled while it was in flight. The timer is unref'd.
  */
-export function startLoopLagMonitor(options: { intervalMs?: number; historyMs?: number } = {}): LoopLag {
+export function startLoopLagMonitor(options: { intervalMs?: number; historyMs?: number; busyMs?: number; busyWindowMs?: number } = {}): LoopLag {
   const intervalMs = options.intervalMs ?? 20;
+  const busyMs = options.busyMs ?? 50;
+  const busyWindowMs = options.busyWindowMs ?? 250;
   const size = Math.ceil((options.historyMs ?? 120_000) / intervalMs);
   const times = new Float64Array(size);
   const delays = new Float64Array(size);
@@ -30,16 +34,21 @@ export function startLoopLagMonitor(options: { intervalMs?: number; historyMs?: 
   }, intervalMs);
   timer.unref();
 
+  const maxSince = (since: number) => {
+    // A stall still going on (this very call may be running late) counts as well.
+    let worst = Math.max(0, performance.now() - last - intervalMs);
+    for (let i = 1; i <= count; i++) {
+      const at = (next - i + size) % size;
+      if (times[at]! < since) break;
+      worst = Math.max(worst, delays[at]!);
+    }
+    return worst;
+  };
+
   return {
-    maxSince(since) {
-      // A stall still going on (this very call may be running late) counts as well.
-      let worst = Math.max(0, performance.now() - last - intervalMs);
-      for (let i = 1; i <= count; i++) {
-        const at = (next - i + size) % size;
-        if (times[at]! < since) break;
-        worst = Math.max(worst, delays[at]!);
-      }
-      return worst;
+    maxSince,
+    busy() {
+      return maxSince(performance.now() - busyWindowMs) >= busyMs;
     },
     stop() {
       clearInterval(timer);

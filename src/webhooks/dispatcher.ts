@@ -36,6 +36,8 @@ export interface DispatcherDeps {
   options: DispatcherOptions;
   /** Runs after each settled attempt (webhook endpoint health: a 410 or a long failing run disables it). */
   afterAttempt?(ctx: DeliveryContext, outcome: AttemptOutcome, now: number): Promise<void>;
+  /** True while the event loop runs late: claim no more than one host's cap per turn, so requests (health first) get their turn. */
+  busy?: () => boolean;
 }
 
 /** Delivers outbox events. `notify()` (the {@link OutboxSignal}) wakes it at once after a commit. */
@@ -152,7 +154,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (row) started.push(launch(row, true));
       else breakers.cancelTrial(endpoint);
     }
-    const rows = await claimDueDeliveries(db, { ...base, now: clock.now(), limit: free(), excludeEndpoints: breakers.blockedEndpoints(), running: [...running] });
+    const limit = deps.busy?.() ? Math.min(free(), options.maxInFlightPerHost) : free();
+    const rows = await claimDueDeliveries(db, { ...base, now: clock.now(), limit, excludeEndpoints: breakers.blockedEndpoints(), running: [...running] });
     for (const row of rows) started.push(launch(row, false));
     return started;
   }

@@ -3,7 +3,7 @@ import type { SecretBox } from '../crypto/secretBox.js';
 import type { Db } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { startLoopLagMonitor } from '../lib/loopLag.js';
+import { startLoopLagMonitor, type LoopLag } from '../lib/loopLag.js';
 import { createBreakerRegistry, type BreakerRegistry } from './breakerRegistry.js';
 import { createDispatcher, type Dispatcher } from './dispatcher.js';
 import type { HostLookup } from './guardedConnector.js';
@@ -19,6 +19,8 @@ export interface WebhookEngineDeps {
   secretBox: SecretBox;
   /** DNS for the outbound guard; tests inject one to simulate hostile answers. */
   lookup?: HostLookup;
+  /** The process's event-loop delay monitor (one is started when not given). */
+  loopLag?: LoopLag;
 }
 
 /** The webhook delivery side, built once by the composition root. */
@@ -30,6 +32,8 @@ export interface WebhookEngine {
   breakers: BreakerRegistry;
   /** The HTTP client (guard, timeout, bounded reads) shared with the test route. */
   client: WebhookHttpClient;
+  /** This process's event-loop delay: attempts consult it, and bulk work holds back while it is high. */
+  loopLag: LoopLag;
   /** Starts the dispatcher loop; breakers are restored from the database before its first claim. */
   start(): void;
   stop(): Promise<void>;
@@ -45,7 +49,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
   const { webhooks, breaker } = deps.config;
   const disableAfterMs = deps.config.endpoints?.disableAfterMs ?? 5 * 86_400_000;
   // The loop's own delay, so an attempt that failed because this process stalled is not blamed on the receiver.
-  const loopLag = startLoopLagMonitor();
+  const loopLag = deps.loopLag ?? startLoopLagMonitor();
   const client = createWebhookHttpClient({
     timeoutMs: webhooks.timeoutMs,
     guard: outboundGuardEnabled(deps.config),
@@ -64,11 +68,12 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
     client,
     breakers,
     afterAttempt: async (ctx, outcome, now) => {
-      // A secret we cannot decrypt is our problem, not the endpoint's.
-      if (ctx.endpointId === null || outcome.errorClass === 'secret_unavailable') return;
+      // A secret we cannot decrypt, or our own stalled loop, is our problem, not the endpoint's.
+      if (ctx.endpointId === null || outcome.errorClass === 'secret_unavailable' || outcome.serviceFault) return;
       const disabled = await noteEndpointOutcome(deps.db, { endpointId: ctx.endpointId, outcome, now, disableAfterMs });
       if (disabled) deps.logger.warn({ component: 'webhook-endpoints', endpointId: ctx.endpointId, reason: disabled, statusCode: outcome.statusCode }, 'webhook endpoint disabled');
     },
+    busy: () => loopLag.busy(),
     options: {
       retrySchedule: webhooks.retrySchedule,
       maxInFlight: webhooks.maxInFlight,
@@ -83,6 +88,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
     dispatcher,
     breakers,
     client,
+    loopLag,
     start() {
       dispatcher.start();
     },
@@ -90,7 +96,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       await dispatcher.stop();
       breakers.shutdown();
       await client.close();
-      loopLag.stop();
+      if (!deps.loopLag) loopLag.stop();
     },
   };
 }

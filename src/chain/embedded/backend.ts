@@ -6,6 +6,7 @@ import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { NonRetriableError, TransientError } from '../../lib/retry.js';
+import { yieldToLoop } from '../../lib/yieldToLoop.js';
 import type { ChainBackend, Commitment, SignatureStatus } from '../backend.js';
 import type { AccountFilter, ChainHistory } from '../history.js';
 import { historyRecord, lastHistorySeq, signaturesForAddress, snapshotBalances, storedTransaction, toHistoryTransaction } from './history.js';
@@ -100,10 +101,11 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   const payerAddress = address(payer.publicKey.toBase58());
   logger.info({ accounts: stored.length, programs: loadedPrograms, payer: payer.publicKey.toBase58() }, 'embedded chain restored');
 
-  // One transaction at a time: LiteSVM is synchronous, but persisting is not.
+  // One transaction at a time: LiteSVM is synchronous, but persisting is not. Each waits for a
+  // turn of the event loop first, so a run of transactions never holds the loop for long.
   let queue: Promise<unknown> = Promise.resolve();
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    const run = queue.then(fn, fn);
+    const run = queue.then(yieldToLoop, yieldToLoop).then(fn);
     queue = run.catch(() => undefined);
     return run;
   };
