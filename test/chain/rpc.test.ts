@@ -33,7 +33,8 @@ describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
       fees: { priorityFeeMicroLamports: 1000, computeUnitLimit: 300_000 },
       clock: systemClock,
       logger: silentLogger(),
-      requestTimeoutMs: 300,
+      // Short enough that the injected hangs stay quick, long enough for a busy machine's real requests.
+      requestTimeoutMs: 1_500,
       pollIntervalMs: 10,
       ...overrides,
     });

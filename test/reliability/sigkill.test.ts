@@ -115,5 +115,7 @@ describe('SIGKILL loop', () => {
       await receiver.close();
       await opened.close();
     }
-  });
+    // Four child processes start, launch, get killed and restart: on a busy 2-core machine that
+    // alone takes most of a minute, so the bound is generous (it checks liveness, not speed).
+  }, 180_000);
 });
