@@ -4,6 +4,7 @@
  */
 import { ProgramFileError } from '../chain/embedded/programs.js';
 import { ConfigError, loadConfig } from '../config/config.js';
+import { DatabaseLockedError } from '../db/writerLock.js';
 import { startHttpServer } from '../http/server.js';
 import { systemClock } from '../lib/clock.js';
 import { createLogger } from '../lib/logger.js';
@@ -87,7 +88,7 @@ function bindFailure(error: unknown, port: number, host: string): string | undef
 
 main().catch((error: unknown) => {
   // A mistake of the operator's is told in its own words; anything else with its stack.
-  if (error instanceof ConfigError || error instanceof ProgramFileError) {
+  if (error instanceof ConfigError || error instanceof ProgramFileError || error instanceof DatabaseLockedError) {
     process.stderr.write(`launch service failed to start: ${error.message}\n`);
     process.exit(1);
   }

@@ -7,6 +7,7 @@ import { ChainReadCache } from '../cache/chainReadCache.js';
 import type { ChainBackend } from '../chain/backend.js';
 import type { Config } from '../config/config.js';
 import { createSecretBox } from '../crypto/secretBox.js';
+import { acquireWriterLock } from '../db/writerLock.js';
 import { migrateToLatest, openDatabase, type Db } from '../db/database.js';
 import { cachedHealth } from '../health/cachedHealth.js';
 import { checkHealth, type BreakerSource } from '../health/healthService.js';
@@ -55,8 +56,17 @@ export interface Service {
 export async function createService(config: Config, deps: { logger: Logger; clock: Clock }): Promise<Service> {
   const { logger, clock } = deps;
   const startedAt = clock.now();
-  const database = openDatabase(config.databasePath);
-  const closers: Array<() => Promise<void> | void> = [() => database.close()];
+  // One process per data directory: refused here, before the database or the chain is touched.
+  const writerLock = acquireWriterLock(config.databasePath);
+  const database = (() => {
+    try {
+      return openDatabase(config.databasePath);
+    } catch (error) {
+      writerLock.release();
+      throw error;
+    }
+  })();
+  const closers: Array<() => Promise<void> | void> = [() => writerLock.release(), () => database.close()];
   try {
     const { db } = database;
     await migrateToLatest(db);

@@ -95,4 +95,26 @@ describe('the service process', () => {
     expect(exit.code).toBe(1);
     expect(svc.stderr()).toContain('PORT must be an integer');
   }, 30_000);
+  it('refuses a second process on the same data directory with a message naming the lock, while the first keeps serving', async () => {
+    const lockDir = mkdtempSync(join(tmpdir(), 'launch-lock-'));
+    const env = { DATA_DIR: lockDir, SECRET_KEY: randomBytes(32).toString('base64') };
+    try {
+      const first = startService(env);
+      const port = await first.ready;
+      const second = startService(env);
+      expect(await second.exited).toEqual({ code: 1, signal: null });
+      expect(second.stderr()).toContain(join(lockDir, 'launch-service.sqlite.lock'));
+      expect(second.stderr()).not.toMatch(/\n\s+at /); // one message, no stack
+      expect((await fetch(`http://127.0.0.1:${port}/api/health`)).status).toBe(200);
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toEqual({ code: 0, signal: null });
+      // The lock goes with its process: the next start takes it.
+      const third = startService(env);
+      await third.ready;
+      third.child.kill('SIGTERM');
+      await third.exited;
+    } finally {
+      rmSync(lockDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
