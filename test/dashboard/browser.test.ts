@@ -18,7 +18,7 @@ async function until(condition: () => Promise<boolean> | boolean, what: string, 
 
 // A real headless Chromium (Debian's package, driven by playwright-core; never a downloaded browser)
 // against the whole service on a real port: the issue's "Done when" scenario, page by page.
-describe.skipIf(chromiumMissing !== undefined)(`the dashboard in a real Chromium${chromiumMissing ? ` — skipped: ${chromiumMissing}` : ''}`, () => {
+describe.skipIf(chromiumMissing !== undefined)(`the dashboard in a real Chromium${chromiumMissing ? ` — skipped: ${chromiumMissing}` : ''}`, { timeout: 120_000 }, () => {
   let t: TestService;
   let http: ServedService;
   let browser: Browser;
@@ -63,7 +63,7 @@ describe.skipIf(chromiumMissing !== undefined)(`the dashboard in a real Chromium
     await until(async () => Object.values(t.service.breakers.snapshot()).some((b) => b.state === 'open'), 'the flaky host breaker to open');
     await until(async () => (await db.selectFrom('dead_letters').select('id').where('kind', '=', 'delivery').execute()).length >= 3, 'three dead letters');
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
-  });
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close();

@@ -35,7 +35,8 @@ async function prepareDataDir(): Promise<{ dir: string; key: string; env: Record
   return { dir, key, env: { DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent' } };
 }
 
-describe('npm run monitor against a real service process', () => {
+// Real processes (service, monitor) are slow to start on a loaded machine: generous bounds.
+describe('npm run monitor against a real service process', { timeout: 120_000 }, () => {
   let data: Awaited<ReturnType<typeof prepareDataDir>>;
   let service: ChildService;
   const receivers: FaultReceiver[] = [];
@@ -43,7 +44,7 @@ describe('npm run monitor against a real service process', () => {
   beforeAll(async () => {
     data = await prepareDataDir();
     service = await startChildService({ ...data.env, WEBHOOK_RETRY_SCHEDULE: '0,20ms,20ms', WEBHOOK_POLL_INTERVAL_MS: '50ms', HEALTH_CACHE_MS: '0' });
-  });
+  }, 120_000);
   afterAll(async () => {
     service?.child.kill('SIGCONT');
     await service?.kill('SIGKILL');
@@ -118,7 +119,7 @@ describe('npm run monitor against a real service process', () => {
   });
 });
 
-describe('npm run monitor: degraded cache and error rate', () => {
+describe('npm run monitor: degraded cache and error rate', { timeout: 120_000 }, () => {
   it('a service whose cache cannot refresh (its cluster never answers getLatestBlockhash) → warning', async () => {
     const nodeDir = mkdtempSync(join(tmpdir(), 'launch-monitor-node-'));
     let nodeDb: OpenedDatabase | undefined;
