@@ -25,7 +25,7 @@ function fieldsOfTotal(total: number): { name: string; ticker: string; uri: stri
   return { name: 'N'.repeat(name), ticker: 'T'.repeat(ticker), uri: uri === 0 ? '' : `ar://${'u'.repeat(uri - 5)}` };
 }
 
-const DUMPS = process.env.CHAIN_TEST_PROGRAMS_DIR ?? '/work/programs';
+const DUMPS = process.env.CHAIN_TEST_PROGRAMS_DIR ?? process.env.CHAIN_PROGRAMS_DIR ?? '';
 const METAPLEX_SO = join(DUMPS, `${METAPLEX_TOKEN_METADATA_PROGRAM_ID.toBase58()}.so`);
 
 describe('right-sized accounts: every total length of name, ticker and uri the limits allow', () => {

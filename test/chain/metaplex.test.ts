@@ -14,7 +14,7 @@ import { StepHarness, samplePlan, tempDatabase } from './support/fixtures.js';
 import { ataBalance, readMintBack } from './support/readBack.js';
 
 // Program binaries dumped from mainnet (`solana program dump`), provided by the environment, not the repo.
-const DUMPS = process.env.CHAIN_TEST_PROGRAMS_DIR ?? '/work/programs';
+const DUMPS = process.env.CHAIN_TEST_PROGRAMS_DIR ?? process.env.CHAIN_PROGRAMS_DIR ?? '';
 const METAPLEX_SO = join(DUMPS, `${METAPLEX_TOKEN_METADATA_PROGRAM_ID.toBase58()}.so`);
 
 describe.skipIf(!existsSync(METAPLEX_SO))('spl-token launch with Metaplex Token Metadata loaded from CHAIN_PROGRAMS_DIR', () => {
