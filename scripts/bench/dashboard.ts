@@ -8,6 +8,7 @@ import { createApiKey } from '../../src/auth/apiKeys.js';
 import { loadConfig } from '../../src/config/config.js';
 import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
+import type { NewLaunch } from '../../src/db/schema.js';
 import { newId } from '../../src/lib/ids.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
@@ -27,7 +28,7 @@ export async function fill(db: Db, secretKey: Buffer, launches: number, deliveri
   const chunk = 200;
   await db.transaction().execute(async (trx) => {
     for (let start = 0; start < launches; start += chunk) {
-      const launchRows = [];
+      const launchRows: NewLaunch[] = [];
       const stepRows: Array<Record<string, unknown>> = [];
       const eventRows = [];
       const deliveryRows = [];
@@ -42,7 +43,7 @@ export async function fill(db: Db, secretKey: Buffer, launches: number, deliveri
         const url = `https://${host}/hooks`;
         if (i === Math.floor(launches / 2)) sampleLaunch = id;
         launchRows.push({
-          id, owner, status, request: JSON.stringify({ name: `Token ${i}`, ticker: `T${i % 1000}` }), webhook_url: url, webhook_secret_enc: sealed, key_material_enc: null,
+          id, owner, status, request: JSON.stringify({ name: `Token ${i}`, ticker: `T${i % 1000}` }), webhook_url: url, webhook_secret_enc: sealed,
           error: status === 'failed' ? JSON.stringify({ code: 'program_error', message: 'custom program error: 0x1', step: 'distribute_supply' }) : null,
           request_id: 'req_bench', lease_owner: null, lease_expires_at: null, run_after: created, created_at: created, updated_at: created + 2000,
           started_at: created + 10, completed_at: status === 'complete' || status === 'failed' ? created + 2000 : null, next_sequence: deliveriesPerLaunch + 1,
@@ -82,7 +83,7 @@ export async function fill(db: Db, secretKey: Buffer, launches: number, deliveri
           }
         }
       }
-      await trx.insertInto('launches').values(launchRows as never).execute();
+      await trx.insertInto('launches').values(launchRows).execute();
       await trx.insertInto('launch_steps').values(stepRows as never).execute();
       for (let k = 0; k < eventRows.length; k += 500) {
         await trx.insertInto('outbox_events').values(eventRows.slice(k, k + 500)).execute();
