@@ -2,7 +2,7 @@ import type { Config } from '../../src/config/config.js';
 import { createApiKey } from '../../src/auth/apiKeys.js';
 import type { Scope } from '../../src/auth/scopes.js';
 import { systemClock, type Clock } from '../../src/lib/clock.js';
-import { silentLogger } from '../../src/lib/logger.js';
+import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { createService, type Service } from '../../src/app/service.js';
 import { testConfig } from './config.js';
 
@@ -17,9 +17,9 @@ export interface TestService {
 }
 
 /** The whole service (real SQLite file, embedded chain) without a port: requests go through app.request(). */
-export async function startTestService(options: { env?: Record<string, string>; clock?: Clock } = {}): Promise<TestService> {
+export async function startTestService(options: { env?: Record<string, string>; clock?: Clock; logger?: Logger } = {}): Promise<TestService> {
   const { config, dir, cleanup } = testConfig(options.env);
-  const service = await createService(config, { logger: silentLogger(), clock: options.clock ?? systemClock });
+  const service = await createService(config, { logger: options.logger ?? silentLogger(), clock: options.clock ?? systemClock });
   return {
     service,
     config,
