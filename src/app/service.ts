@@ -202,7 +202,8 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       async stop() {
         clearInterval(janitor);
         cache.stop();
-        await launchRunner.stop();
+        // Bounded: a step stuck on the chain must not hold shutdown past the process manager's patience.
+        if (!(await launchRunner.stop({ timeoutMs: 15_000 }))) logger.warn('launch steps still running at shutdown; their leases will expire and they resume on the next start');
         await watcher.stop();
         await webhooks.stop();
         for (const close of closers.reverse()) await close();

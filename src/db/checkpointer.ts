@@ -5,6 +5,10 @@ import { Worker } from 'node:worker_threads';
 export interface BackgroundCheckpointer {
   /** Runs a last checkpoint, closes the worker's connection and ends the thread. */
   stop(): Promise<void>;
+  /** How many times a worker that died was replaced. */
+  restarts(): number;
+  /** The current worker thread (tests end it to check the restart). */
+  worker(): Worker;
 }
 
 // Plain CommonJS evaluated in the worker, so it runs the same under tsx, vitest and plain node.
@@ -33,29 +37,51 @@ parentPort.on('message', (message) => {
  * So the service turns the automatic checkpoint off and a worker thread with its own connection
  * runs PASSIVE checkpoints on an interval; PASSIVE never waits for, nor blocks, the writers.
  */
-export function startBackgroundCheckpointer(path: string, options: { intervalMs?: number; onError?: (message: string) => void } = {}): BackgroundCheckpointer {
-  const worker = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: { path, module: createRequire(import.meta.url).resolve('better-sqlite3'), intervalMs: options.intervalMs ?? 1000 },
-  });
-  worker.unref(); // never keeps the process alive on its own
+export function startBackgroundCheckpointer(
+  path: string,
+  options: { intervalMs?: number; restartDelayMs?: number; onError?: (message: string) => void } = {},
+): BackgroundCheckpointer {
+  const workerData = { path, module: createRequire(import.meta.url).resolve('better-sqlite3'), intervalMs: options.intervalMs ?? 1000 };
   let stopping: Promise<void> | undefined;
-  worker.on('message', (message: { error?: string }) => {
-    if (message.error) options.onError?.(message.error);
-  });
-  worker.on('error', (error) => options.onError?.(error.message));
+  let restarts = 0;
+
+  // A worker that dies (an uncaught error, a failed open) is replaced after a pause: without it the
+  // WAL would grow without bound, since the service turned SQLite's own checkpoint off.
+  function spawn(): Worker {
+    const w = new Worker(WORKER_SOURCE, { eval: true, workerData });
+    w.unref(); // never keeps the process alive on its own
+    w.on('message', (message: { error?: string }) => {
+      if (message.error) options.onError?.(message.error);
+    });
+    w.on('error', (error) => options.onError?.(error.message));
+    w.on('exit', (code) => {
+      if (stopping) return;
+      options.onError?.(`checkpoint worker exited (code ${code}); restarting it`);
+      setTimeout(() => {
+        if (stopping) return;
+        restarts += 1;
+        worker = spawn();
+      }, options.restartDelayMs ?? 1000).unref();
+    });
+    return w;
+  }
+  let worker = spawn();
+
   return {
     stop() {
       stopping ??= new Promise<void>((resolve) => {
+        const current = worker;
         const done = () => {
-          void worker.terminate().finally(resolve);
+          void current.terminate().finally(resolve);
         };
-        worker.on('message', (message: { stopped?: boolean }) => message.stopped && done());
-        worker.once('exit', () => resolve());
-        worker.postMessage('stop');
+        current.on('message', (message: { stopped?: boolean }) => message.stopped && done());
+        current.once('exit', () => resolve());
+        current.postMessage('stop');
         setTimeout(done, 2000).unref(); // a wedged worker must not hold up shutdown
       });
       return stopping;
     },
+    restarts: () => restarts,
+    worker: () => worker,
   };
 }

@@ -60,10 +60,14 @@ export class LaunchRunner {
     this.loop.wake();
   }
 
-  /** Stops claiming, waits for in-flight launches to reach a step boundary and release their leases. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming, waits for in-flight launches to reach a step boundary and release their leases.
+   * With `timeoutMs`, gives up waiting after it (a step stuck on the chain): that launch's lease
+   * expires and the next runner resumes it at the same step. Resolves false when it gave up.
+   */
+  async stop(options: { timeoutMs?: number } = {}): Promise<boolean> {
     this.stopping = true;
-    await this.loop.stop();
+    return this.loop.stop(options);
   }
 
   /** Claims and runs launches until none is due; for tests and scripts. */

@@ -11,8 +11,11 @@ export interface PollLoop {
   start(): void;
   /** Cuts the current sleep short; a wake while a turn runs makes the next sleep return at once. */
   wake(): void;
-  /** Stops turning and resolves once the turn in progress and every tracked task are done. */
-  stop(): Promise<void>;
+  /**
+   * Stops turning and resolves once the turn in progress and every tracked task are done, or once
+   * `timeoutMs` has passed (then resolves false: work still running is left to its leases).
+   */
+  stop(options?: { timeoutMs?: number }): Promise<boolean>;
   /** Registers in-flight work: `stop()` waits for it, and its end wakes the loop (a slot is free). */
   track(task: Promise<unknown>): void;
   inFlight(): number;
@@ -86,11 +89,24 @@ export function createPollLoop(options: PollLoopOptions): PollLoop {
       loopDone = loop();
     },
     wake,
-    async stop() {
+    async stop(stopOptions = {}) {
       running = false;
       wake();
-      await loopDone;
-      while (tasks.size > 0) await Promise.allSettled([...tasks]);
+      const settled = (async () => {
+        await loopDone;
+        while (tasks.size > 0) await Promise.allSettled([...tasks]);
+        return true;
+      })();
+      if (stopOptions.timeoutMs === undefined) return settled;
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), stopOptions.timeoutMs);
+      });
+      try {
+        return await Promise.race([settled, bound]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
     track(task) {
       const tracked = task.then(

@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { startBackgroundCheckpointer } from '../../src/db/checkpointer.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'launch-ckpt-'));
@@ -36,6 +37,25 @@ describe('WAL checkpoints off the event loop', () => {
   it('keeps SQLite automatic checkpoints when asked not to use the worker', async () => {
     const opened = await fill(join(dir, 'auto.sqlite'), { backgroundCheckpoint: false });
     expect(opened.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await opened.close();
+  });
+  it('replaces a checkpoint worker that died, and the new one checkpoints', async () => {
+    const path = join(dir, 'restart.sqlite');
+    const opened = openDatabase(path, { backgroundCheckpoint: false });
+    await migrateToLatest(opened.db);
+    opened.sqlite.pragma('wal_autocheckpoint = 0');
+    const errors: string[] = [];
+    const checkpointer = startBackgroundCheckpointer(path, { intervalMs: 50, restartDelayMs: 10, onError: (m) => errors.push(m) });
+    const first = checkpointer.worker();
+    await first.terminate(); // the worker dies
+    await vi.waitFor(() => expect(checkpointer.restarts()).toBe(1), { timeout: 5000 });
+    expect(checkpointer.worker()).not.toBe(first);
+    expect(errors.some((e) => e.includes('restarting'))).toBe(true);
+    await sql`create table filler (id integer primary key, pad text)`.execute(opened.db);
+    for (let i = 0; i < 2000; i++) await sql`insert into filler (pad) values (${'x'.repeat(500)})`.execute(opened.db);
+    // 2000 rows of 500 bytes reach the main file only through a checkpoint (the automatic one is off).
+    await vi.waitFor(() => expect(statSync(path).size).toBeGreaterThan(1_000_000), { timeout: 5000, interval: 50 });
+    await checkpointer.stop();
     await opened.close();
   });
 });
