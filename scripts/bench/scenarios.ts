@@ -6,6 +6,7 @@ import { benchIsolation } from './isolation.js';
 import { benchLatency } from './latency.js';
 import { benchPipeline } from './pipeline.js';
 import type { BenchResult, BenchRow } from './types.js';
+import { benchWatch } from './watch.js';
 
 /** A named scenario: runs its measurement(s) and judges each result against its goal. */
 export interface Scenario {
@@ -24,6 +25,8 @@ const goals: Record<string, Goal> = {
   'backlog-memory': { text: '< 300 MB', met: (r) => r.value < 300 },
   pipeline: { text: 'ratio ≥ 0.5', met: (r) => r.ratio >= 0.5 },
   'dashboard-page-p95-worst': { text: '< 100 ms', met: (r) => r.value < 100 },
+  'watch-idle-reads-per-minute': { text: 'ratio ≤ 0.05', met: (r) => r.ratio <= 0.05 },
+  'watch-event-latency-p99': { text: '≤ 2000 ms', met: (r) => r.value <= 2000 },
 };
 
 function rows(results: BenchResult[], note: string): BenchRow[] {
@@ -41,5 +44,6 @@ export const scenarios: Scenario[] = [
   { name: 'isolation', run: async () => (({ result, note }) => rows([result], note))(await benchIsolation(5000)) },
   { name: 'backlog-memory', run: async () => (({ result, note }) => rows([result], note))(await benchBacklog(100_000, 5000)) },
   { name: 'pipeline', run: async () => (({ result, note }) => rows([result], note))(await benchPipeline(30)) },
+  { name: 'watch', run: async () => (({ results, note }) => rows(results, note))(await benchWatch(1000, 20)) },
   { name: 'dashboard', run: async () => (({ results, note }) => rows(results, note))(await benchDashboard(10_000, 10, 20)) },
 ];
