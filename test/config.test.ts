@@ -56,6 +56,8 @@ describe('configuration', () => {
     expect(refusal({ NODE_ENV: 'production', SECRET_KEY: KEY }).variable).toBe('CHAIN');
     expect(refusal({ CHAIN: 'litesvm' }).variable).toBe('CHAIN');
     expect(refusal({ CHAIN: 'rpc' }).variable).toBe('SOLANA_RPC_URL');
+    expect(refusal({ CHAIN_CLONE_FROM: 'mainnet' }).variable).toBe('CHAIN_CLONE_FROM');
+    expect(loadConfig({ DATA_DIR: dir, CHAIN_CLONE_FROM: 'https://api.devnet.solana.com' }).chain.cloneFrom).toBe('https://api.devnet.solana.com');
     const production = loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', SECRET_KEY: KEY, CHAIN: 'embedded' });
     expect(production.chain.mode).toBe('embedded');
     expect(production.chain.rpcServer).toBeUndefined();

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { PublicKey } from '@solana/web3.js';
 import type { Logger } from 'pino';
 import type { ChainBackend } from '../chain/backend.js';
@@ -5,7 +6,7 @@ import { createEmbeddedBackend } from '../chain/embedded/backend.js';
 import { createRpcBackend } from '../chain/rpc/backend.js';
 import { loadKeypairFile } from '../chain/rpc/payerFile.js';
 import { cpmmGenesisHook } from '../chain/programs/cpmm/genesis.js';
-import { CPMM_MAINNET_PROGRAM_ID } from '../chain/programs/programIds.js';
+import { CPMM_MAINNET_PROGRAM_ID, DEFAULT_PROGRAM_IDS } from '../chain/programs/programIds.js';
 import { requiredPrograms, stepExecutors } from '../chain/steps/index.js';
 import type { RequiredProgram, StepExecutor, StepName } from '../chain/steps/types.js';
 import type { Config } from '../config/config.js';
@@ -26,6 +27,8 @@ export async function createChainBackend(config: Config, deps: { db: Db; clock: 
     clock: deps.clock,
     logger: deps.logger,
     programsDir: config.chain.programsDir,
+    // CHAIN_CLONE_FROM: the steps' programs it lacks come from that cluster, cached under DATA_DIR.
+    clone: config.chain.cloneFrom ? { sourceUrl: config.chain.cloneFrom, programIds: Object.values(DEFAULT_PROGRAM_IDS), cacheDir: join(config.dataDir, 'programs') } : undefined,
     // Accounts the pool program needs before its first pool (an AmmConfig and its fee receiver).
     genesisHooks: [cpmmGenesisHook(CPMM_MAINNET_PROGRAM_ID)],
   });

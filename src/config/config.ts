@@ -25,6 +25,8 @@ export interface Config {
     computeUnitLimit: number | undefined;
     /** Where the embedded chain serves JSON-RPC (SPEC §10); undefined: not served (`off`, production, RPC mode). */
     rpcServer: { host: string; port: number } | undefined;
+    /** CHAIN_CLONE_FROM: a cluster the embedded chain fetches the programs it lacks from. */
+    cloneFrom: string | undefined;
   };
   /** The chain watcher (SPEC §9). */
   watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number };
@@ -185,6 +187,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (production && rpcUrl === undefined && chainVar !== 'embedded') {
     throw new ConfigError('CHAIN', 'must be set to embedded to run the embedded chain in production (a production launch on a private chain is usually a mistake: set SOLANA_RPC_URL)');
   }
+  const cloneFrom = env.CHAIN_CLONE_FROM && env.CHAIN_CLONE_FROM !== '' ? env.CHAIN_CLONE_FROM : undefined;
+  if (cloneFrom !== undefined && !/^https?:\/\//i.test(cloneFrom)) throw new ConfigError('CHAIN_CLONE_FROM', `must be an http(s) URL, got "${cloneFrom}"`);
   const rpcPortRaw = env.CHAIN_RPC_PORT && env.CHAIN_RPC_PORT !== '' ? env.CHAIN_RPC_PORT.trim() : undefined;
   if (production && rpcPortRaw !== undefined && rpcPortRaw !== 'off') throw new ConfigError('CHAIN_RPC_PORT', 'cannot serve the embedded chain in production; set it to off');
   const rpcServer =
@@ -212,6 +216,7 @@ export function loadConfig(env: Env = process.env): Config {
       computeUnitLimit:
         computeLimitRaw === undefined || computeLimitRaw === '' ? undefined : intVar(env, 'SOLANA_COMPUTE_UNIT_LIMIT', 200_000, 1, 1_400_000),
       rpcServer,
+      cloneFrom,
     },
     watcher: {
       ttlMs: durationVar(env, 'WATCH_TTL', 365 * 86_400_000),

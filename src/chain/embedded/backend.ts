@@ -13,6 +13,7 @@ import { historyRecord, lastHistorySeq, signaturesForAddress, snapshotBalances, 
 import { scanAccounts } from './scan.js';
 import { classifyTransactionFailure } from '../errors.js';
 import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
+import { cloneMissingPrograms } from './clone.js';
 import { findProgramFiles, programFileProblem, ProgramFileError, type GenesisHook } from './programs.js';
 import { createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, simulate, syncClock, type Execution } from './svm.js';
 import { findSignature, loadAccounts, saveProcessed, type ProcessedWrite } from './store.js';
@@ -28,6 +29,8 @@ export interface EmbeddedBackendOptions {
   /** Directory of `<programId>.so` files loaded at start (CHAIN_PROGRAMS_DIR). */
   programsDir?: string | undefined;
   genesisHooks?: GenesisHook[];
+  /** CHAIN_CLONE_FROM: fetch these programs when not in the programs directory, from this cluster, cached in `cacheDir`. */
+  clone?: { sourceUrl: string; programIds: string[]; cacheDir: string } | undefined;
   /** Automatic payer funding; `false` disables it (tests of insufficient balance). */
   funding?: { thresholdLamports: bigint; amountLamports: bigint } | false;
 }
@@ -84,7 +87,11 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   if (files.ignored.length > 0) {
     logger.warn({ dir: options.programsDir, ignored: files.ignored }, 'CHAIN_PROGRAMS_DIR: ignoring files not named <programId>.so');
   }
-  for (const program of files.programs) {
+  const programFiles = [...files.programs];
+  if (options.clone) {
+    programFiles.push(...(await cloneMissingPrograms({ ...options.clone, loaded: programFiles.map((p) => p.programId), logger })));
+  }
+  for (const program of programFiles) {
     const problem = programFileProblem(readFileSync(program.path));
     if (problem !== undefined) throw new ProgramFileError(program.path, program.programId, problem);
     try {
