@@ -70,3 +70,24 @@ describe('resend rules', () => {
     expect(payer).toMatchObject({ code: 'insufficient_balance' });
   });
 });
+
+describe('embedded block height across a restart', () => {
+  it('never goes backwards, even when the wall clock did', async () => {
+    const tmp = await tempDatabase();
+    const clock = manualClock(Date.UTC(2026, 10, 22, 12));
+    let opened = await tmp.open();
+    let chain = await createEmbeddedBackend({ db: opened.db, secretKey: Buffer.alloc(32, 4), clock, logger: silentLogger() });
+    clock.advance(3_600_000);
+    await new StepHarness(chain, samplePlan()).run('create_mint');
+    const before = await chain.getBlockHeight();
+    await chain.close();
+    await opened.close();
+    clock.advance(-3_600_000); // the wall clock steps back an hour before the restart
+    opened = await tmp.open();
+    chain = await createEmbeddedBackend({ db: opened.db, secretKey: Buffer.alloc(32, 4), clock, logger: silentLogger() });
+    expect(await chain.getBlockHeight()).toBeGreaterThanOrEqual(before);
+    await chain.close();
+    await opened.close();
+    tmp.cleanup();
+  });
+});

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { address, lamports as toLamports } from '@solana/kit';
 import { Keypair, LAMPORTS_PER_SOL, PublicKey, SystemProgram, Transaction, type AccountInfo } from '@solana/web3.js';
+import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
@@ -79,7 +80,9 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   const funding = options.funding === undefined ? DEFAULT_FUNDING : options.funding;
   const svm = createSvm();
   const genesis = await loadOrCreateGenesis(db, clock.now());
-  const timeline = createTimeline(clock, genesis.genesisMs, genesis.chainId);
+  // The block height never goes backwards across a restart, even with the wall clock.
+  const highest = await sql<{ slot: number | null }>`select max(slot) as slot from chain_signatures`.execute(db);
+  const timeline = createTimeline(clock, genesis.genesisMs, genesis.chainId, Number(highest.rows[0]?.slot ?? 0));
   syncClock(svm, timeline.now());
 
   const loadedPrograms: string[] = [];

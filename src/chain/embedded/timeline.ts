@@ -29,9 +29,13 @@ export interface Timeline {
   validHeightOf(blockhash: string): number | undefined;
 }
 
-/** Builds the timeline from the persisted genesis time and chain id. */
-export function createTimeline(clock: Clock, genesisMs: number, chainId: string): Timeline {
-  let lastHeight = 0;
+/**
+ * Builds the timeline from the persisted genesis time and chain id. `floorHeight` is the highest
+ * slot the chain ever recorded (its stored transactions): the height never goes below it, even when
+ * the wall clock went backwards across a restart.
+ */
+export function createTimeline(clock: Clock, genesisMs: number, chainId: string, floorHeight = 0): Timeline {
+  let lastHeight = floorHeight;
   const blockhashAt = (height: number): string =>
     bs58.encode(createHash('sha256').update(`embedded-blockhash:${chainId}:${height}`).digest());
   const now = (): ChainTime => {
