@@ -43,6 +43,13 @@ describe.skipIf(missing.length > 0)(`full spl-token launch with vesting, DAO and
     const got = ((await (await t.request(`/api/launches/${launch.id}`, { key })).json()) as any).launch;
     expect(got.error).toBeNull();
     expect(got.status).toBe('complete');
+    // Completing the launch created its watches in the same transaction (SPEC §9).
+    expect(got.watches.map((w: any) => [w.kind, w.address, w.state])).toEqual([
+      ['dao', got.results.dao.realm, 'active'],
+      ['pool', got.results.pool.address, 'active'],
+      ['vesting', got.results.vestingContract, 'active'],
+    ]);
+    expect(got.watches.find((w: any) => w.kind === 'vesting').cliffAt).not.toBeNull();
     const events = await t.service.db.selectFrom('outbox_events').select(['event', 'body']).where('launch_id', '=', launch.id).orderBy('sequence').execute();
     expect(events.map((e) => e.event)).toEqual([
       'launch.queued', 'launch.processing',
