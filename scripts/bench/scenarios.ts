@@ -1,4 +1,5 @@
 import { benchBacklog } from './backlog.js';
+import { benchBurst } from './burst.js';
 import { benchDashboard } from './dashboard.js';
 import { benchDispatch } from './dispatch.js';
 import { benchHealth } from './health.js';
@@ -19,6 +20,9 @@ type Goal = { text: string; met(r: BenchResult): boolean };
 const goals: Record<string, Goal> = {
   dispatch: { text: 'ratio ≥ 0.5', met: (r) => r.ratio >= 0.5 },
   health: { text: 'ratio ≥ 0.7', met: (r) => r.ratio >= 0.7 },
+  'burst-health-p99': { text: '< 2000 ms', met: (r) => r.value < 2000 },
+  'burst-breaker-openings': { text: '= 0', met: (r) => r.value === 0 },
+  'burst-failed-attempts': { text: '= 0', met: (r) => r.value === 0 },
   'delivery-latency-p99': { text: '≤ 50 ms', met: (r) => r.value <= 50 },
   'delivery-latency-p50': { text: '(reported)', met: () => true },
   isolation: { text: 'ratio ≥ 0.9', met: (r) => r.ratio >= 0.9 },
@@ -45,5 +49,6 @@ export const scenarios: Scenario[] = [
   { name: 'backlog-memory', run: async () => (({ result, note }) => rows([result], note))(await benchBacklog(100_000, 5000)) },
   { name: 'pipeline', run: async () => (({ result, note }) => rows([result], note))(await benchPipeline(30)) },
   { name: 'watch', run: async () => (({ results, note }) => rows(results, note))(await benchWatch(1000, 20)) },
+  { name: 'burst', run: async () => (({ results, note }) => rows(results, note))(await benchBurst(Number(process.env.BENCH_BURST_LAUNCHES ?? 2000))) },
   { name: 'dashboard', run: async () => (({ results, note }) => rows(results, note))(await benchDashboard(10_000, 10, 20)) },
 ];

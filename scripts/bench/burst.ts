@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { get } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Keypair } from '@solana/web3.js';
+import { Pool } from 'undici';
+import { createApiKey } from '../../src/auth/apiKeys.js';
+import { migrateToLatest, openDatabase } from '../../src/db/database.js';
+import { spawnBenchChild } from './child.js';
+import { percentile, result, type BenchResult } from './types.js';
+
+const PARALLEL = 50;
+
+/** Polls GET /api/health every 100 ms on a new connection each time, not waiting for answers. */
+function probeHealth(origin: string): () => number[] {
+  const samples: number[] = [];
+  const waiting = new Set<number>();
+  const probe = () => {
+    const started = performance.now();
+    waiting.add(started);
+    get(`${origin}/api/health`, { agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        waiting.delete(started);
+        samples.push(performance.now() - started);
+      });
+    }).on('error', () => waiting.delete(started));
+  };
+  const timer = setInterval(probe, 100);
+  probe();
+  return () => {
+    clearInterval(timer);
+    const now = performance.now();
+    return [...samples, ...[...waiting].map((s) => now - s)]; // unanswered probes count as long as they waited
+  };
+}
+
+/**
+ * `burst`: `count` token-2022 launches posted `PARALLEL` at a time to the service in its own process,
+ * webhooks to a receiver in its own; launches/s until every launch is complete and every delivery
+ * delivered, health p50/p99 during it (baseline: the same probe against the idle service just
+ * before), breaker openings and failed attempts (both should be 0).
+ */
+export async function benchBurst(count = 2000): Promise<{ results: BenchResult[]; note: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-burst-'));
+  const secretKey = randomBytes(32);
+  const opened = openDatabase(join(dir, 'launch-service.sqlite'));
+  await migrateToLatest(opened.db);
+  const key = (await createApiKey(opened.db, { owner: 'bench', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
+  const receiver = await spawnBenchChild<{ url: string }>('receiverChild.ts');
+  const service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], { BENCH_DIR: dir, BENCH_SECRET_KEY: secretKey.toString('base64') });
+  const origin = `http://127.0.0.1:${service.first.port}`;
+  const pool = new Pool(origin, { connections: PARALLEL });
+  try {
+    const idleStop = probeHealth(origin);
+    await new Promise((r) => setTimeout(r, 2000));
+    const idle = idleStop();
+
+    const stop = probeHealth(origin);
+    const started = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: PARALLEL }, async () => {
+        while (next < count) {
+          next += 1;
+          const body = { name: 'Burst Token', ticker: 'BRST', totalSupply: '1000000000', decimals: 6, uri: 'https://example.com/b.json', tokenStandard: 'token-2022', creator: Keypair.generate().publicKey.toBase58(), allocations: { creator: 100 }, webhookUrl: receiver.first.url, webhookSecret: 'whsec_bench_0123456789abcdef' };
+          const res = await pool.request({ path: '/api/launches', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+          await res.body.dump();
+          if (res.statusCode !== 202) throw new Error(`burst bench: create answered ${res.statusCode}`);
+        }
+      }),
+    );
+    for (;;) {
+      const open = await opened.db.selectFrom('launches').select('id').where('status', '!=', 'complete').limit(1).execute();
+      const pending = await opened.db.selectFrom('deliveries').select('id').where('status', '=', 'pending').limit(1).execute();
+      if (open.length === 0 && pending.length === 0) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const during = stop();
+    const breakers = await opened.db.selectFrom('endpoint_breakers').select(['state', 'failures', 'opened_at']).execute();
+    const openings = breakers.filter((b) => b.state !== 'closed' || b.opened_at !== null).length;
+    const failed = await opened.db.selectFrom('delivery_attempts').select('id').where('outcome', '=', 'failure').execute();
+    return {
+      results: [
+        result('burst', count / seconds, 'launches/s', 0),
+        result('burst-health-p50', percentile(during, 50), 'ms', percentile(idle, 50)),
+        result('burst-health-p99', percentile(during, 99), 'ms', percentile(idle, 99)),
+        result('burst-breaker-openings', openings, 'breakers', 0),
+        result('burst-failed-attempts', failed.length, 'attempts', 0),
+      ],
+      note: `${count} token-2022 launches, ${PARALLEL} posting in parallel, ${Math.round(seconds)} s to complete and deliver all; health probed every 100 ms from the bench process (${during.length} probes)`,
+    };
+  } finally {
+    await pool.close();
+    await service.stop();
+    receiver.child.stdin?.write('dump\n');
+    await receiver.exited;
+    await opened.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
