@@ -74,4 +74,12 @@ describe('configuration', () => {
     expect(loadConfig({ DATA_DIR: dir, ENDPOINT_DISABLE_AFTER: '12h' }).endpoints.disableAfterMs).toBe(12 * 3600_000);
     expect(refusal({ ENDPOINT_DISABLE_AFTER: 'soon' }).variable).toBe('ENDPOINT_DISABLE_AFTER');
   });
+
+  it('reads the runner lease (RUNNER_LEASE_MS): 60 s by default, at least 2 s', () => {
+    expect(loadConfig({ DATA_DIR: dir }).runner.leaseMs).toBe(60_000);
+    expect(loadConfig({ DATA_DIR: dir, RUNNER_LEASE_MS: '2s' }).runner.leaseMs).toBe(2000);
+    expect(loadConfig({ DATA_DIR: dir, RUNNER_LEASE_MS: '90000' }).runner.leaseMs).toBe(90_000);
+    expect(refusal({ RUNNER_LEASE_MS: '500ms' }).variable).toBe('RUNNER_LEASE_MS');
+    expect(refusal({ RUNNER_LEASE_MS: 'long' }).variable).toBe('RUNNER_LEASE_MS');
+  });
 });

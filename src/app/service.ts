@@ -88,6 +88,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       // A completed launch gets its watches in the same transaction (SPEC §9).
       onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
       busy: () => webhooks.engine.loopLag.busy(),
+      leaseMs: config.runner.leaseMs,
     });
     const watcher = new ChainWatcher({
       db,

@@ -28,6 +28,8 @@ export interface Config {
     /** CHAIN_CLONE_FROM: a cluster the embedded chain fetches the programs it lacks from. */
     cloneFrom: string | undefined;
   };
+  /** The launch runner: how long a claimed launch stays leased without a heartbeat (another runner may resume it after). */
+  runner: { leaseMs: number };
   /** The chain watcher (SPEC §9). */
   watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number };
   webhooks: {
@@ -90,6 +92,13 @@ function durationVar(env: Env, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const ms = parseDuration(raw);
   if (ms === undefined) throw new ConfigError(name, `must be a duration like 500ms, 30s, 2m, 1h or milliseconds, got "${raw}"`);
+  return ms;
+}
+
+/** A lease: renewed every third of it, at most once a second, so it must last at least 2 s. */
+function leaseVar(env: Env, name: string, fallback: number): number {
+  const ms = durationVar(env, name, fallback);
+  if (ms < 2000) throw new ConfigError(name, `must be at least 2s (the lease is renewed at most once a second), got ${ms}ms`);
   return ms;
 }
 
@@ -218,6 +227,7 @@ export function loadConfig(env: Env = process.env): Config {
       rpcServer,
       cloneFrom,
     },
+    runner: { leaseMs: leaseVar(env, 'RUNNER_LEASE_MS', 60_000) },
     watcher: {
       ttlMs: durationVar(env, 'WATCH_TTL', 365 * 86_400_000),
       pollIntervalMs: durationVar(env, 'WATCH_POLL_INTERVAL', 2000),
