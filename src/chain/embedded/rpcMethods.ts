@@ -47,6 +47,16 @@ function decodeWire(value: unknown, encoding: unknown): Uint8Array {
   }
 }
 
+/** The wire bytes of an encoded transaction and the transaction they hold, or the node's invalid-params error. */
+function decodeTransaction(value: unknown, encoding: unknown): { bytes: Uint8Array; tx: VersionedTransaction } {
+  const bytes = decodeWire(value, encoding);
+  try {
+    return { bytes, tx: VersionedTransaction.deserialize(bytes) };
+  } catch {
+    throw invalidParams('failed to deserialize transaction');
+  }
+}
+
 function encodeAccount(info: AccountInfo<Buffer> | null, config: Record<string, unknown>) {
   if (!info) return null;
   const slice = configOf(config.dataSlice);
@@ -134,13 +144,7 @@ export function embeddedRpcMethods(chain: EmbeddedBackend): Record<string, Metho
 
   const sendTransaction: Method = async ([encoded, rawConfig]) => {
     const config = configOf(rawConfig);
-    const bytes = decodeWire(encoded, config.encoding);
-    let tx: VersionedTransaction;
-    try {
-      tx = VersionedTransaction.deserialize(bytes);
-    } catch {
-      throw invalidParams('failed to deserialize transaction');
-    }
+    const { bytes, tx } = decodeTransaction(encoded, config.encoding);
     const signature = bs58.encode(tx.signatures[0] ?? new Uint8Array(64));
     if ((await chain.getSignatureStatus(signature)) !== null) return signature;
     if (!chain.isBlockhashValid(tx.message.recentBlockhash)) throw blockhashNotFound();
@@ -269,13 +273,7 @@ export function embeddedRpcMethods(chain: EmbeddedBackend): Record<string, Metho
     sendTransaction,
     simulateTransaction: async ([encoded, rawConfig]) => {
       const config = configOf(rawConfig);
-      const bytes = decodeWire(encoded, config.encoding);
-      let tx: VersionedTransaction;
-      try {
-        tx = VersionedTransaction.deserialize(bytes);
-      } catch {
-        throw invalidParams('failed to deserialize transaction');
-      }
+      const { bytes, tx } = decodeTransaction(encoded, config.encoding);
       const replace = config.replaceRecentBlockhash === true;
       if (!replace && !chain.isBlockhashValid(tx.message.recentBlockhash)) {
         return ctx({ err: 'BlockhashNotFound', logs: [], accounts: null, unitsConsumed: 0, returnData: null });
