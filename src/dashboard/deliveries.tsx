@@ -8,7 +8,7 @@ import { PAGE } from './launches.js';
 import { ownLaunchIds } from './scope.js';
 import type { DashboardUser } from './session.js';
 
-export const DELIVERY_STATUSES: DeliveryStatus[] = ['pending', 'delivered', 'failed'];
+export const DELIVERY_STATUSES: DeliveryStatus[] = ['pending', 'delivered', 'failed', 'paused', 'canceled'];
 
 export interface DeliveryFilter {
   status?: DeliveryStatus;

@@ -1,22 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { revokeApiKey } from '../../src/auth/apiKeys.js';
 import { manualClock } from '../../src/lib/clock.js';
-import { startTestService, type TestService } from '../support/service.js';
-
-/** Signs in through the form like a browser would; returns the session cookie and its Set-Cookie line. */
-async function signIn(t: TestService, key: string): Promise<{ cookie: string; setCookie: string }> {
-  const form = await t.request('/dashboard/sign-in');
-  const login = /dash_login=([^;]+)/.exec(form.headers.get('set-cookie') ?? '')?.[1] ?? '';
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
-  const res = await t.request('/dashboard/sign-in', {
-    method: 'POST',
-    headers: { cookie: `dash_login=${login}`, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ key, _csrf: csrf }).toString(),
-  });
-  expect(res.status).toBe(303);
-  const setCookie = res.headers.getSetCookie().find((c) => c.startsWith('dash_session=')) ?? '';
-  return { cookie: setCookie.split(';')[0] ?? '', setCookie };
-}
+import { startTestService } from '../support/service.js';
+import { signIn } from './support.js';
 
 describe('dashboard sessions', () => {
   it('end when they expire, when the key is revoked, and store only a hash of the token', async () => {

@@ -2,7 +2,9 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
+import type { TestService } from '../support/service.js';
 
 /** Debian's chromium, as `.ci/run` installs it; the browser tests skip (saying why) without it. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -53,4 +55,19 @@ export async function startSwitchReceiver(secret: string, healthy: boolean): Pro
       server.close(() => resolve());
     });
   return receiver;
+}
+
+/** Signs in through the form like a browser would; returns the session cookie and its Set-Cookie line. */
+export async function signIn(t: TestService, key: string): Promise<{ cookie: string; setCookie: string }> {
+  const form = await t.request('/dashboard/sign-in');
+  const login = /dash_login=([^;]+)/.exec(form.headers.get('set-cookie') ?? '')?.[1] ?? '';
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+  const res = await t.request('/dashboard/sign-in', {
+    method: 'POST',
+    headers: { cookie: `dash_login=${login}`, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ key, _csrf: csrf }).toString(),
+  });
+  expect(res.status).toBe(303);
+  const setCookie = res.headers.getSetCookie().find((c) => c.startsWith('dash_session=')) ?? '';
+  return { cookie: setCookie.split(';')[0] ?? '', setCookie };
 }
