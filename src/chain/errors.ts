@@ -8,7 +8,7 @@ import { NonRetriableError, TransientError } from '../lib/retry.js';
 export function classifyTransactionFailure(text: string, cause?: unknown): Error | undefined {
   if (/already ?(been )?processed/i.test(text)) return undefined;
   if (/blockhash ?not ?found|block ?height ?exceeded|blockhash.*expired/i.test(text)) {
-    return new TransientError(`blockhash expired: ${firstLine(text)}`, 'blockhash_expired', { cause });
+    return new TransientError('blockhash_expired', `blockhash expired: ${firstLine(text)}`, { cause });
   }
   // A created account (not the fee payer, index 0) short of rent: the program allocated more than
   // the service funded. A sizing bug, not the payer's balance; retried after the step re-plans.
@@ -16,8 +16,8 @@ export function classifyTransactionFailure(text: string, cause?: unknown): Error
   const rentIndex = rent ? Number(rent[1] ?? rent[2]) : undefined;
   if (rentIndex !== undefined && rentIndex > 0) {
     return new TransientError(
-      `account ${rentIndex} of the transaction is not rent-exempt at the size the program allocated (the service sized it, not the payer's balance): ${firstLine(text)}`,
       'account_underfunded',
+      `account ${rentIndex} of the transaction is not rent-exempt at the size the program allocated (the service sized it, not the payer's balance): ${firstLine(text)}`,
       { cause },
     );
   }
@@ -35,21 +35,21 @@ export function classifyRpcError(error: unknown): Error {
   const err = error instanceof Error ? error : new Error(String(error));
   const text = `${err.name} ${err.message} ${describeCause(err)}`;
   if (/TimeoutError|AbortError|timed? ?out|ETIMEDOUT/i.test(text)) {
-    return new TransientError(`RPC request timed out: ${firstLine(err.message)}`, 'rpc_timeout', { cause: err });
+    return new TransientError('rpc_timeout', `RPC request timed out: ${firstLine(err.message)}`, { cause: err });
   }
   if (/^429\b|\b429 Too Many|rate.?limit/i.test(err.message)) {
-    return new TransientError(`RPC rate limited: ${firstLine(err.message)}`, 'rpc_rate_limited', { cause: err });
+    return new TransientError('rpc_rate_limited', `RPC rate limited: ${firstLine(err.message)}`, { cause: err });
   }
   if (/^5\d\d\b/.test(err.message)) {
-    return new TransientError(`RPC server error: ${firstLine(err.message)}`, 'rpc_unavailable', { cause: err });
+    return new TransientError('rpc_unavailable', `RPC server error: ${firstLine(err.message)}`, { cause: err });
   }
   if (/fetch failed|ECONNREFUSED|ECONNRESET|EPIPE|ENOTFOUND|EAI_AGAIN|socket hang up|other side closed|network/i.test(text)) {
-    return new TransientError(`RPC unreachable: ${firstLine(err.message)}`, 'rpc_unavailable', { cause: err });
+    return new TransientError('rpc_unavailable', `RPC unreachable: ${firstLine(err.message)}`, { cause: err });
   }
   if (/^\d{3}\b/.test(err.message)) {
     return new NonRetriableError('invalid_configuration', `RPC refused the request: ${firstLine(err.message)}`, { cause: err });
   }
-  return new TransientError(`RPC request failed: ${firstLine(err.message)}`, 'rpc_error', { cause: err });
+  return new TransientError('rpc_error', `RPC request failed: ${firstLine(err.message)}`, { cause: err });
 }
 
 function describeCause(err: Error): string {

@@ -117,7 +117,7 @@ async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<Sen
   } catch (error) {
     // The payer's balance is read, not inferred from an error text: with funds, it is not the balance.
     if (error instanceof NonRetriableError && error.code === 'insufficient_balance' && (await chain.getBalance(chain.payer.publicKey)) >= needed) {
-      throw new TransientError(`${spec.type} was refused for lack of funds although the payer holds enough: ${error.message}`, 'account_underfunded', { cause: error });
+      throw new TransientError('account_underfunded', `${spec.type} was refused for lack of funds although the payer holds enough: ${error.message}`, { cause: error });
     }
     throw error;
   }

@@ -3,8 +3,8 @@
 /** A failure worth retrying with backoff (RPC timeout, 429/5xx, blockhash expired, breaker open). */
 export class TransientError extends Error {
   constructor(
+    readonly code: string,
     message: string,
-    readonly code = 'transient_error',
     options?: { cause?: unknown },
   ) {
     super(message, options);

@@ -67,7 +67,7 @@ describe('launch failures', () => {
     const id = await h.launch();
     let faults = 2;
     const runner = h.runner((inner) => async (input) => {
-      if (input.step === 'distribute_supply' && faults-- > 0) throw new TransientError('RPC timed out', 'rpc_timeout');
+      if (input.step === 'distribute_supply' && faults-- > 0) throw new TransientError('rpc_timeout', 'RPC timed out');
       return inner(input);
     });
     for (let pass = 0; pass < 5; pass++) await runner.drain();
@@ -81,7 +81,7 @@ describe('launch failures', () => {
     const h = await harness({ funded: true });
     const id = await h.launch();
     const runner = h.runner((inner) => async (input) => {
-      if (input.step === 'distribute_supply') throw new TransientError('RPC 503', 'rpc_unavailable');
+      if (input.step === 'distribute_supply') throw new TransientError('rpc_unavailable', 'RPC 503');
       return inner(input);
     });
     for (let pass = 0; pass < 5; pass++) await runner.drain();
@@ -122,7 +122,7 @@ describe('launch failures', () => {
     const calls: string[] = [];
     const runner = h.runner((inner) => async (input) => {
       calls.push(input.step);
-      if (input.step === 'distribute_supply' && broken) throw new TransientError('RPC 503', 'rpc_unavailable');
+      if (input.step === 'distribute_supply' && broken) throw new TransientError('rpc_unavailable', 'RPC 503');
       return inner(input);
     });
     for (let pass = 0; pass < 5; pass++) await runner.drain();

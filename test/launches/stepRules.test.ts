@@ -67,7 +67,7 @@ describe('step exactly-once rules', () => {
     const s = await setup({
       finalize: async () => {
         tries += 1;
-        throw new TransientError('signature not finalized yet', 'rpc_timeout');
+        throw new TransientError('rpc_timeout', 'signature not finalized yet');
       },
     });
     for (let round = 0; round < 30; round++) {

@@ -161,7 +161,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     const tx = decodeTransaction(bytes);
     if ((await status(tx.signature)) !== null) return tx.signature; // already processed
     if (timeline.validHeightOf(tx.blockhash) === undefined) {
-      throw new TransientError(`blockhash ${tx.blockhash} not found or expired`, 'blockhash_expired');
+      throw new TransientError('blockhash_expired', `blockhash ${tx.blockhash} not found or expired`);
     }
     const time = timeline.now();
     syncClock(svm, time);
@@ -189,7 +189,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
       } catch (error) {
         // Not durable means not landed: undo it in memory so the chain matches the database.
         tx.writable.forEach((a, i) => rollback(svm, a, before[i] ?? null));
-        throw new TransientError(`embedded chain could not persist ${tx.signature}`, 'chain_persist_failed', { cause: error });
+        throw new TransientError('chain_persist_failed', `embedded chain could not persist ${tx.signature}`, { cause: error });
       }
     }
     if (outcome.ok) {
@@ -248,9 +248,9 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
       if (found?.err) throw new NonRetriableError('program_error', `transaction ${signature} failed: ${String(found.err)}`);
       if (found) return;
       if (timeline.now().blockHeight > lastValidBlockHeight) {
-        throw new TransientError(`transaction ${signature} expired before landing`, 'blockhash_expired');
+        throw new TransientError('blockhash_expired', `transaction ${signature} expired before landing`);
       }
-      throw new TransientError(`transaction ${signature} has not landed`, 'transaction_not_found');
+      throw new TransientError('transaction_not_found', `transaction ${signature} has not landed`);
     },
     async getAccountInfo(pubkey) {
       return readAccountInfo(svm, pubkey);

@@ -79,10 +79,10 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
         if (!status && (await getBlockHeight()) > lastValidBlockHeight) {
           // One last look: it may have landed in the final valid block.
           if (await getSignatureStatus(signature)) continue;
-          throw new TransientError(`transaction ${signature} expired before landing`, 'blockhash_expired');
+          throw new TransientError('blockhash_expired', `transaction ${signature} expired before landing`);
         }
         if (options.clock.now() > deadline) {
-          throw new TransientError(`transaction ${signature} not ${commitment} in time`, 'confirm_timeout');
+          throw new TransientError('confirm_timeout', `transaction ${signature} not ${commitment} in time`);
         }
         await sleep(pollMs);
       }
@@ -98,7 +98,7 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
       const [clockAccount, payerAccount] = await call(() =>
         connection.getMultipleAccountsInfo([SYSVAR_CLOCK_PUBKEY, options.payer.publicKey], 'confirmed'),
       );
-      if (!clockAccount) throw new TransientError('RPC returned no clock sysvar', 'rpc_error');
+      if (!clockAccount) throw new TransientError('rpc_error', 'RPC returned no clock sysvar');
       return {
         slot: Number(clockAccount.data.readBigUInt64LE(0)),
         unixTimestamp: Number(clockAccount.data.readBigInt64LE(32)),

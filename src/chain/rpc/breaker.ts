@@ -47,7 +47,7 @@ export function createRpcBreaker(options: RpcBreakerOptions = {}): RpcBreaker {
         return (await breaker.fire(fn)) as T;
       } catch (error) {
         if ((error as { code?: string }).code === 'EOPENBREAKER') {
-          throw new TransientError('RPC circuit breaker is open', 'breaker_open', { cause: error });
+          throw new TransientError('breaker_open', 'RPC circuit breaker is open', { cause: error });
         }
         throw classifyRpcError(error);
       }
