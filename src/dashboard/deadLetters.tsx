@@ -1,7 +1,7 @@
 import type { FC } from 'hono/jsx';
 import type { Db } from '../db/database.js';
 import type { DeadLetterRow } from '../db/schema.js';
-import { Badge, Csrf, Pager, time } from './layout.js';
+import { Badge, FilterSelect, Csrf, Pager, time } from './layout.js';
 import { PAGE } from './launches.js';
 import type { DashboardUser } from './session.js';
 
@@ -38,28 +38,8 @@ export const DeadLettersPage: FC<{ user: DashboardUser; rows: DeadLetterRow[]; f
     <>
       <h1>Dead letters</h1>
       <form class="filters" method="get" action="/dashboard/dead-letters">
-        <label>
-          Kind
-          <select name="kind">
-            <option value="">any</option>
-            {DEAD_LETTER_KINDS.map((k) => (
-              <option value={k} selected={filter.kind === k}>
-                {k}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Status
-          <select name="status">
-            <option value="">any</option>
-            {DEAD_LETTER_STATUSES.map((s) => (
-              <option value={s} selected={filter.status === s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FilterSelect label="Kind" name="kind" options={DEAD_LETTER_KINDS} selected={filter.kind} />
+        <FilterSelect label="Status" name="status" options={DEAD_LETTER_STATUSES} selected={filter.status} />
         <button type="submit">Filter</button>
       </form>
       <form method="post" action="/dashboard/dead-letters/retry">

@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import type { DeliveryStatus } from '../db/schema.js';
 import type { AttemptRow } from '../webhooks/sql/attempts.js';
 import { DeliveryTable, type DeliveryListRow } from './deliveryTable.js';
-import { Pager } from './layout.js';
+import { FilterSelect, Pager } from './layout.js';
 import { PAGE } from './launches.js';
 import { ownLaunchIds } from './scope.js';
 import type { DashboardUser } from './session.js';
@@ -34,17 +34,7 @@ export const DeliveriesPage: FC<{ user: DashboardUser; rows: DeliveryListRow[]; 
   <>
     <h1>Deliveries</h1>
     <form class="filters" method="get" action="/dashboard/deliveries">
-      <label>
-        Status
-        <select name="status">
-          <option value="">any</option>
-          {DELIVERY_STATUSES.map((s) => (
-            <option value={s} selected={filter.status === s}>
-              {s}
-            </option>
-          ))}
-        </select>
-      </label>
+      <FilterSelect label="Status" name="status" options={DELIVERY_STATUSES} selected={filter.status} />
       <button type="submit">Filter</button>
     </form>
     <DeliveryTable user={user} rows={rows} attempts={attempts} showLaunch back={`/dashboard/deliveries${filter.status ? `?status=${filter.status}` : ''}`} />

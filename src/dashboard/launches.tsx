@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { FC } from 'hono/jsx';
 import type { Db } from '../db/database.js';
 import type { LaunchStatus } from '../db/schema.js';
-import { Badge, Pager, time } from './layout.js';
+import { Badge, FilterSelect, Pager, time } from './layout.js';
 import type { DashboardUser } from './session.js';
 
 export const LAUNCH_STATUSES: LaunchStatus[] = ['queued', 'processing', 'complete', 'failed'];
@@ -42,17 +42,7 @@ export const LaunchesPage: FC<{ user: DashboardUser; rows: LaunchListRow[]; filt
   <>
     <h1>Launches</h1>
     <form class="filters" method="get" action="/dashboard/launches">
-      <label>
-        Status
-        <select name="status">
-          <option value="">any</option>
-          {LAUNCH_STATUSES.map((s) => (
-            <option value={s} selected={filter.status === s}>
-              {s}
-            </option>
-          ))}
-        </select>
-      </label>
+      <FilterSelect label="Status" name="status" options={LAUNCH_STATUSES} selected={filter.status} />
       {user.isAdmin && (
         <label>
           Owner

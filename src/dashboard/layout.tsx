@@ -79,6 +79,21 @@ export const Csrf: FC<{ user: DashboardUser }> = ({ user }) => <input type="hidd
 export const time = (ms: number | null | undefined) => (ms === null || ms === undefined ? '—' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19));
 export const duration = (ms: number | null | undefined) => (ms === null || ms === undefined ? '—' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
+/** One filter of a list page: a labelled select whose first option, "any", clears it. */
+export const FilterSelect: FC<{ label: string; name: string; options: readonly string[]; selected: string | undefined }> = ({ label, name, options, selected }) => (
+  <label>
+    {label}
+    <select name={name}>
+      <option value="">any</option>
+      {options.map((o) => (
+        <option value={o} selected={selected === o}>
+          {o}
+        </option>
+      ))}
+    </select>
+  </label>
+);
+
 /** Links to the previous and next page, keeping the filters. */
 export const Pager: FC<{ base: string; params: Record<string, string | undefined>; offset: number; limit: number; shown: number }> = ({ base, params, offset, limit, shown }) => {
   const href = (o: number) => {
