@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import { createApiKey } from '../../src/auth/apiKeys.js';
 import type { Config } from '../../src/config/config.js';
 import { testConfig } from './config.js';
 import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
@@ -152,4 +153,14 @@ export function captureLogger(): { logger: Logger; lines: string[] } {
     },
   });
   return { logger: pino({ level: 'debug', redact: { paths: redactPaths, censor: '[redacted]' } }, stream), lines };
+}
+
+/** The tenants the tenancy tests use: acme (read+write and read-only), globex, and an admin. */
+export async function tenantKeys(db: Db, now: number): Promise<{ acme: string; acmeRead: string; globex: string; admin: string }> {
+  return {
+    acme: (await createApiKey(db, { owner: 'acme', scopes: ['launches:read', 'launches:write'], now })).key,
+    acmeRead: (await createApiKey(db, { owner: 'acme', scopes: ['launches:read'], now })).key,
+    globex: (await createApiKey(db, { owner: 'globex', scopes: ['launches:read', 'launches:write'], now })).key,
+    admin: (await createApiKey(db, { owner: 'ops', scopes: ['admin'], now })).key,
+  };
 }

@@ -2,7 +2,6 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { webhookRoutes } from '../../src/app/routes.js';
-import { createApiKey } from '../../src/auth/apiKeys.js';
 import { createApp } from '../../src/http/app.js';
 import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
 import { createLaunchDestinationRoutes } from '../../src/http/routes/launchDestination.js';
@@ -12,7 +11,7 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { parseDestinationPatch } from '../../src/launches/updateDestination.js';
 import { parseEndpointCreate, webhookUrlProblem } from '../../src/webhooks/endpoints/request.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type ReceivedRequest, type TestDb } from '../support/webhooks.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, tenantKeys, type Receiver, type ReceivedRequest, type TestDb } from '../support/webhooks.js';
 
 type Json = Record<string, any>;
 
@@ -88,12 +87,7 @@ describe('webhook endpoints (SPEC §13)', () => {
     hooks = [await startReceiver(clock, '/a'), await startReceiver(clock, '/b'), await startReceiver(clock, '/c')];
     await build();
     const now = clock.now();
-    keys = {
-      acme: (await createApiKey(tdb.db, { owner: 'acme', scopes: ['launches:read', 'launches:write'], now })).key,
-      acmeRead: (await createApiKey(tdb.db, { owner: 'acme', scopes: ['launches:read'], now })).key,
-      globex: (await createApiKey(tdb.db, { owner: 'globex', scopes: ['launches:read', 'launches:write'], now })).key,
-      admin: (await createApiKey(tdb.db, { owner: 'ops', scopes: ['admin'], now })).key,
-    };
+    keys = await tenantKeys(tdb.db, now);
   });
   afterEach(async () => {
     await running?.stop();

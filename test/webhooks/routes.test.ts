@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { webhookRoutes } from '../../src/app/routes.js';
-import { createApiKey } from '../../src/auth/apiKeys.js';
 import type { DeadLetterRow } from '../../src/db/schema.js';
 import { createApp } from '../../src/http/app.js';
 import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
@@ -9,7 +8,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { WEBHOOK_EVENT_KINDS } from '../../src/webhooks/sampleEvents.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
-import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, tenantKeys, type Receiver, type TestDb } from '../support/webhooks.js';
 
 type Json = Record<string, any>;
 
@@ -55,12 +54,7 @@ describe('webhook, delivery and dead-letter routes', () => {
     });
     app = createApp({ db: tdb.db, logger: silentLogger(), limiter: new RateLimiter(100_000, clock), bodyLimitBytes: 65_536, routes });
     const now = clock.now();
-    keys = {
-      acme: (await createApiKey(tdb.db, { owner: 'acme', scopes: ['launches:read', 'launches:write'], now })).key,
-      acmeRead: (await createApiKey(tdb.db, { owner: 'acme', scopes: ['launches:read'], now })).key,
-      globex: (await createApiKey(tdb.db, { owner: 'globex', scopes: ['launches:read', 'launches:write'], now })).key,
-      admin: (await createApiKey(tdb.db, { owner: 'ops', scopes: ['admin'], now })).key,
-    };
+    keys = await tenantKeys(tdb.db, now);
   });
   afterEach(async () => {
     await service.stop();
