@@ -89,6 +89,8 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
       onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
       busy: () => webhooks.engine.loopLag.busy(),
       leaseMs: config.runner.leaseMs,
+      // The embedded chain commits to this database after the pending record, in WAL order.
+      pendingDurability: chain.kind === 'embedded' ? 'ordered' : 'full',
     });
     const watcher = new ChainWatcher({
       db,

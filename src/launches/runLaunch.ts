@@ -7,7 +7,7 @@ import { parseJson } from '../lib/json.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
 import { completionData, stepEvents } from './events.js';
-import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchOrThrow, type LaunchLease } from './runStore.js';
+import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchOrThrow, type LaunchLease, type PendingDurability } from './runStore.js';
 import { findSteps } from './store.js';
 import { failLaunch } from './failLaunch.js';
 import type { StepRunner } from './stepPort.js';
@@ -31,6 +31,8 @@ export interface LaunchRunDeps {
   finalizeTimeoutMs?: number;
   /** Runs inside the transaction that completes the launch (the composition root creates its watches here). */
   onComplete?(trx: Tx, launchId: string, results: Record<string, unknown>, now: number): Promise<void>;
+  /** How pending-transaction records reach the disk (default `full`; `ordered` when the chain commits to the same database). */
+  pendingDurability?: PendingDurability;
 }
 
 interface RunArgs extends LaunchRunDeps {
@@ -73,7 +75,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
         logger,
         async recordPending(label, tx) {
           pending[label] = tx;
-          await savePendingTx(db, lease, { step: step.name, pending });
+          await savePendingTx(db, lease, { step: step.name, pending, durability: args.pendingDurability });
         },
       });
     } catch (error) {

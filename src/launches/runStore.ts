@@ -116,22 +116,40 @@ export async function startStep(db: DbOrTx, lease: LaunchLease, args: { step: st
 }
 
 /**
- * Persists the step's signed transactions before they are sent (docs/api.md). This one write commits
- * with `synchronous = FULL`: under the service's usual NORMAL, a power loss right after the commit
- * could forget it, and a sent transaction the database forgot could be signed and sent again. The
+ * How a pending-transaction record must reach the disk before its transaction is sent:
+ * - `full`: its own commit with `synchronous = FULL`. Under the service's usual NORMAL, a power loss
+ *   right after the commit could forget it, and a sent transaction the database forgot could be
+ *   signed and sent again. Needed whenever the chain is another system (RPC).
+ * - `ordered`: a NORMAL commit. Enough when the chain commits its transactions to the same SQLite
+ *   database after this write (the embedded chain): a WAL is replayed in order up to its first
+ *   missing frame, so a power loss that forgets this record forgets the chain's later commit of the
+ *   transaction too; the chain and the record never disagree.
+ */
+export type PendingDurability = 'full' | 'ordered';
+
+/**
+ * Persists the step's signed transactions before they are sent (docs/api.md). With `full` the
  * connection is held for the three statements so no other write runs at FULL or this one at NORMAL.
  */
-export async function savePendingTx(db: Db, lease: LaunchLease, args: { step: string; pending: Record<string, unknown> }): Promise<void> {
+export async function savePendingTx(
+  db: Db,
+  lease: LaunchLease,
+  args: { step: string; pending: Record<string, unknown>; durability?: PendingDurability },
+): Promise<void> {
+  const write = (conn: DbOrTx) =>
+    conn
+      .updateTable('launch_steps')
+      .set({ pending_tx: JSON.stringify(args.pending) })
+      .where(stepUnderLease(lease, args.step))
+      .executeTakeFirst();
+  if (args.durability === 'ordered') {
+    orThrow(lease, changed(await write(db)));
+    return;
+  }
   const held = await db.connection().execute(async (conn) => {
     await sql`pragma synchronous = FULL`.execute(conn);
     try {
-      return changed(
-        await conn
-          .updateTable('launch_steps')
-          .set({ pending_tx: JSON.stringify(args.pending) })
-          .where(stepUnderLease(lease, args.step))
-          .executeTakeFirst(),
-      );
+      return changed(await write(conn));
     } finally {
       await sql`pragma synchronous = NORMAL`.execute(conn);
     }
