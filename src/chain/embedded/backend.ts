@@ -16,7 +16,7 @@ import { classifyTransactionFailure } from '../errors.js';
 import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
 import { cloneMissingPrograms } from './clone.js';
 import { findProgramFiles, programFileProblem, ProgramFileError, type GenesisHook } from './programs.js';
-import { createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, simulate, syncClock, type Execution } from './svm.js';
+import { balanceOf, createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, simulate, syncClock, type Execution } from './svm.js';
 import { findSignature, loadAccounts, saveProcessed, type ProcessedWrite } from './store.js';
 import { BLOCKHASH_VALIDITY_BLOCKS, createTimeline, type ChainTime } from './timeline.js';
 
@@ -129,7 +129,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   };
   const topUp = async () => {
     if (funding === false) return;
-    const balance = svm.getBalance(address(payer.publicKey.toBase58())) ?? 0n;
+    const balance = balanceOf(svm, payerAddress) ?? 0n;
     if (balance < funding.thresholdLamports) {
       await airdropNow(payer.publicKey, funding.amountLamports);
       logger.info({ lamports: funding.amountLamports.toString() }, 'embedded payer funded');
@@ -256,7 +256,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
       return readAccountInfo(svm, pubkey);
     },
     async getBalance(pubkey) {
-      return Number(svm.getBalance(address(pubkey.toBase58())) ?? 0n);
+      return Number(balanceOf(svm, pubkey.toBase58()) ?? 0n);
     },
     async getMinimumBalanceForRentExemption(size) {
       return Number(svm.minimumBalanceForRentExemption(BigInt(size)));
@@ -272,7 +272,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
       return {
         slot: Number(clock.slot),
         unixTimestamp: Number(clock.unixTimestamp),
-        payerBalance: Number(svm.getBalance(payerAddress) ?? 0n),
+        payerBalance: Number(balanceOf(svm, payerAddress) ?? 0n),
       };
     },
     history,

@@ -66,9 +66,75 @@ export function decodeTransaction(bytes: Uint8Array): DecodedTransaction {
   };
 }
 
-/** Executes the transaction: the v1 bytes go through kit's transaction decoder into LiteSVM. */
+/**
+ * The native LiteSVM object under the `litesvm` wrapper, which takes raw 32-byte addresses and
+ * transaction bytes. The wrapper's own methods convert every address through `@solana/kit`'s
+ * BigInt base58 codec and every transaction through kit's decoder and encoder: that was about a
+ * tenth of the service's CPU per launch (profile in docs/benchmarks.md). Undefined when a
+ * `litesvm` version no longer has it; the callers then take the wrapper's path.
+ */
+interface RawAccount {
+  lamports(): bigint;
+  data(): Uint8Array;
+  owner(): Uint8Array;
+  executable(): boolean;
+}
+interface RawSvm {
+  getAccount(pubkey: Uint8Array): RawAccount | null;
+  getBalance(pubkey: Uint8Array): bigint | null;
+  sendLegacyTransaction(bytes: Uint8Array): TransactionMetadata | FailedTransactionMetadata;
+  sendVersionedTransaction(bytes: Uint8Array): TransactionMetadata | FailedTransactionMetadata;
+}
+function rawOf(svm: LiteSVM): RawSvm | undefined {
+  const inner = (svm as unknown as { inner?: Partial<RawSvm> }).inner;
+  return inner && typeof inner.getAccount === 'function' && typeof inner.sendLegacyTransaction === 'function' ? (inner as RawSvm) : undefined;
+}
+
+/** Base58 ⇄ bytes for account addresses, memoized (a launch touches the same few dozen addresses again and again). */
+const MEMO_LIMIT = 4096;
+const addressBytes = new Map<string, Uint8Array>();
+const ownerNames = new Map<string, string>();
+function bytesOf(addr: string): Uint8Array {
+  let bytes = addressBytes.get(addr);
+  if (!bytes) {
+    if (addressBytes.size >= MEMO_LIMIT) addressBytes.clear();
+    bytes = bs58.decode(addr);
+    addressBytes.set(addr, bytes);
+  }
+  return bytes;
+}
+function nameOf(bytes: Uint8Array): string {
+  const key = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+  let name = ownerNames.get(key);
+  if (!name) {
+    if (ownerNames.size >= MEMO_LIMIT) ownerNames.clear();
+    name = bs58.encode(bytes);
+    ownerNames.set(key, name);
+  }
+  return name;
+}
+
+/** Lamports of an account (null when it does not exist). */
+export function balanceOf(svm: LiteSVM, addr: string): bigint | null {
+  const raw = rawOf(svm);
+  return raw ? raw.getBalance(bytesOf(addr)) : svm.getBalance(address(addr));
+}
+
+/** Executes the transaction's bytes (legacy or versioned) in LiteSVM. */
 export function execute(svm: LiteSVM, bytes: Uint8Array): Execution {
-  return outcomeOf(svm.sendTransaction(getTransactionDecoder().decode(bytes)));
+  const raw = rawOf(svm);
+  if (!raw) return outcomeOf(svm.sendTransaction(getTransactionDecoder().decode(bytes)));
+  // Signature count (compact-u16), the signatures, then the message: its first byte has the top
+  // bit set for a versioned message. Signatures are verified by LiteSVM itself (sigverify is on).
+  let offset = 0;
+  let count = 0;
+  for (let shift = 0; ; shift += 7) {
+    const byte = bytes[offset++] ?? 0;
+    count |= (byte & 0x7f) << shift;
+    if ((byte & 0x80) === 0) break;
+  }
+  const versioned = ((bytes[offset + count * 64] ?? 0) & 0x80) !== 0;
+  return outcomeOf(versioned ? raw.sendVersionedTransaction(bytes) : raw.sendLegacyTransaction(bytes));
 }
 
 /**
@@ -114,6 +180,12 @@ export function syncClock(svm: LiteSVM, time: ChainTime): void {
 
 /** The account as stored, or null when it does not exist (closed). */
 export function readStored(svm: LiteSVM, addr: string): StoredAccount | null {
+  const raw = rawOf(svm);
+  if (raw) {
+    const acc = raw.getAccount(bytesOf(addr));
+    if (acc === null) return null;
+    return { address: addr, lamports: acc.lamports(), owner: nameOf(acc.owner()), executable: acc.executable(), data: acc.data() };
+  }
   const acc = svm.getAccount(address(addr));
   if (!acc.exists) return null;
   return { address: addr, lamports: acc.lamports, owner: acc.programAddress, executable: acc.executable, data: acc.data };
@@ -138,6 +210,12 @@ export function rollback(svm: LiteSVM, addr: string, before: StoredAccount | nul
 
 /** The account in web3.js form. */
 export function readAccountInfo(svm: LiteSVM, pubkey: PublicKey): AccountInfo<Buffer> | null {
+  const raw = rawOf(svm);
+  if (raw) {
+    const acc = raw.getAccount(pubkey.toBytes());
+    if (acc === null) return null;
+    return { lamports: Number(acc.lamports()), owner: new PublicKey(acc.owner()), executable: acc.executable(), data: Buffer.from(acc.data()), rentEpoch: Number.MAX_SAFE_INTEGER };
+  }
   const acc = svm.getAccount(address(pubkey.toBase58()));
   if (!acc.exists) return null;
   return {
