@@ -55,4 +55,11 @@ export interface ChainHistory {
   getTransaction(signature: string): Promise<HistoryTransaction | null>;
   getAccountInfo(pubkey: PublicKey): Promise<AccountInfo<Buffer> | null>;
   getProgramAccounts(programId: PublicKey, filters: AccountFilter[]): Promise<Array<{ pubkey: PublicKey; account: AccountInfo<Buffer> }>>;
+  /**
+   * A wake-up source, where the backend has one: `listener` gets the accounts of each transaction
+   * the chain processed (the embedded chain calls it after the commit; on RPC a Geyser or provider
+   * stream would). A hint only: the watcher moves those addresses' next check to now, and the
+   * cursor poller stays the source of truth. Returns the unsubscribe function.
+   */
+  onActivity?(listener: (addresses: readonly string[]) => void): () => void;
 }

@@ -66,7 +66,8 @@ export const vestingHandler: WatchHandler = {
     const escrow = decodeVestingEscrow(data);
     const nowSec = BigInt(Math.floor(now / 1000));
     if (nowSec < escrow.cliffTime) return { events: [], confirmed: false };
-    const event = cliffReached({ vestingContract: watch.address, beneficiary: escrow.recipient.toBase58(), cliffTime: escrow.cliffTime, unlockedAmount: unlockedAt(escrow, nowSec) });
+    // What the cliff itself unlocked, whenever the check runs (after downtime it may run late).
+    const event = cliffReached({ vestingContract: watch.address, beneficiary: escrow.recipient.toBase58(), cliffTime: escrow.cliffTime, unlockedAmount: unlockedAt(escrow, escrow.cliffTime) });
     return { events: [{ event: 'vesting.cliff_reached', signature: watch.address, instructionIndex: -1, data: event }], confirmed: true, context: { total: escrowTotal(escrow).toString() } };
   },
 };

@@ -182,6 +182,26 @@ export async function commitProgress(db: Db, clock: Clock, watch: WatchRow, prog
   });
 }
 
+/**
+ * A wake-up (the chain saw activity on these addresses): their active watches become due now.
+ * Only moves a check earlier; a hint that names an unwatched address changes nothing.
+ */
+export async function wakeWatches(db: Db, addresses: readonly string[], now: number): Promise<number> {
+  let woken = 0;
+  for (let i = 0; i < addresses.length; i += 500) {
+    const chunk = addresses.slice(i, i + 500);
+    const result = await tables(db)
+      .updateTable('watches')
+      .set({ next_check_at: now })
+      .where('state', '=', 'active')
+      .where('address', 'in', chunk)
+      .where('next_check_at', '>', now)
+      .executeTakeFirst();
+    woken += Number(result.numUpdatedRows);
+  }
+  return woken;
+}
+
 /** Gives a watch back without progress (a failed pass), next check after `retryAt`. */
 export async function releaseWatch(db: Db, watch: WatchRow, retryAt: number): Promise<void> {
   await tables(db)

@@ -5,7 +5,7 @@ import { newId } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
 import { createPollLoop, type PollLoop } from '../lib/pollLoop.js';
-import { claimDueWatches, commitProgress, releaseWatch, watchContext, WatchFencedError, type FoundEvent, type WatchRow } from './store.js';
+import { claimDueWatches, commitProgress, releaseWatch, wakeWatches, watchContext, WatchFencedError, type FoundEvent, type WatchRow } from './store.js';
 
 /** The watch as a handler sees it. */
 export interface WatchView {
@@ -57,6 +57,9 @@ export interface ChainWatcherOptions {
   beforeCommit?: (watch: WatchRow, batch: SignatureEntry[]) => Promise<void> | void;
 }
 
+/** Wake-up addresses kept between turns (a burst of launches touches many unwatched ones). */
+const MAX_TOUCHED = 20_000;
+
 const DEFAULTS = { pollIntervalMs: 2000, maxIntervalMs: 10 * 60_000, leaseMs: 60_000, claimLimit: 16, pageLimit: 200, batchSize: 50 };
 
 /**
@@ -73,6 +76,9 @@ export class ChainWatcher {
   private readonly loop: PollLoop;
   /** Chain reads made (history pages, transactions, accounts through handlers are not counted). */
   reads = 0;
+  /** Addresses the chain reported activity on since the last turn (wake-ups, see ChainHistory.onActivity). */
+  private touched = new Set<string>();
+  private readonly unsubscribe: () => void;
 
   constructor(options: ChainWatcherOptions) {
     this.options = { ...DEFAULTS, ...stripUndefined(options) } as ChainWatcherOptions & typeof DEFAULTS;
@@ -87,6 +93,13 @@ export class ChainWatcher {
         return false;
       },
     });
+    // A wake-up source makes an idle watch report within one poll interval of its activity, however
+    // long its own interval has grown: the cost of watching follows activity, not the number of watches.
+    this.unsubscribe =
+      this.options.chain.onActivity?.((addresses) => {
+        // Beyond the cap a hint is dropped: that watch reports at its own next check instead.
+        if (this.touched.size < MAX_TOUCHED) for (const a of addresses) this.touched.add(a);
+      }) ?? (() => undefined);
   }
 
   start(): void {
@@ -99,6 +112,7 @@ export class ChainWatcher {
   }
 
   async stop(): Promise<void> {
+    this.unsubscribe();
     await this.loop.stop();
   }
 
@@ -106,12 +120,21 @@ export class ChainWatcher {
   async runOnce(): Promise<number> {
     const { db, clock, leaseMs, claimLimit } = this.options;
     let recorded = 0;
+    await this.applyWakeUps();
     for (;;) {
       const claimed = await claimDueWatches(db, { owner: this.id, now: clock.now(), leaseMs, limit: claimLimit });
       if (claimed.length === 0) return recorded;
       for (const watch of claimed) recorded += await this.processSafely(watch);
       if (claimed.length < claimLimit) return recorded;
     }
+  }
+
+  private async applyWakeUps(): Promise<void> {
+    const { db, clock } = this.options;
+    if (this.touched.size === 0) return;
+    const addresses = [...this.touched];
+    this.touched.clear();
+    await wakeWatches(db, addresses, clock.now());
   }
 
   private async processSafely(watch: WatchRow): Promise<number> {

@@ -6,7 +6,8 @@ import { instructionDiscriminator } from '../../src/chain/programs/anchor.js';
 import { decodeVestingEscrow } from '../../src/chain/programs/jupiterLock/escrowAccount.js';
 import { CPMM_MAINNET_PROGRAM_ID, JUPITER_LOCK_PROGRAM_ID, SPL_GOVERNANCE_PROGRAM_ID } from '../../src/chain/programs/programIds.js';
 import { toHistoryTransaction, type RpcTransactionMeta } from '../../src/chain/embedded/history.js';
-import type { HistoryTransaction } from '../../src/chain/history.js';
+import type { ChainHistory, HistoryTransaction } from '../../src/chain/history.js';
+import { vestingHandler } from '../../src/watcher/handlers.js';
 import { decodeFeeCollections } from '../../src/watcher/decoders/cpmm.js';
 import { decodeGovernanceActions, decodeProposal, decodeTokenOwner, decodeVoteWeight, proposalOutcome } from '../../src/watcher/decoders/governance.js';
 import { decodeVestingClaims, escrowTotal, findEscrowClose, unlockedAt } from '../../src/watcher/decoders/jupiterLock.js';
@@ -22,7 +23,9 @@ interface Recorded {
   meta: RpcTransactionMeta;
   accounts: Record<string, string | null>;
 }
-const recorded = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'recorded', 'postLaunch.json'), 'utf8')) as Record<string, Recorded>;
+const recordedFile = (name: string) => JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'recorded', name), 'utf8')) as Record<string, Recorded>;
+// claimV2.json: the last claim of serviceScenario.test.ts (RECORD_WATCHER_FIXTURES=1), made with claim_v2.
+const recorded = { ...recordedFile('postLaunch.json'), ...recordedFile('claimV2.json') };
 const LOCK = JUPITER_LOCK_PROGRAM_ID.toBase58();
 const GOV = SPL_GOVERNANCE_PROGRAM_ID.toBase58();
 
@@ -60,6 +63,20 @@ describe('Jupiter Lock claim decoder (recorded claims)', () => {
     const [earlier] = decodeVestingClaims(first.tx, LOCK, escrow);
     expect((earlier?.amount ?? 0n) + (claim?.amount ?? 0n)).toBe(escrowTotal(state));
     expect(state.totalClaimedAmount).toBe(escrowTotal(state));
+  });
+
+  it('finds a recorded v2 claim (mint after the escrow, memo program) and the rest of the escrow it completed', () => {
+    const { tx, accounts } = load('claim_v2');
+    const escrow = escrowOf(tx);
+    const claims = decodeVestingClaims(tx, LOCK, escrow);
+    expect(claims).toHaveLength(1);
+    const state = decodeVestingEscrow(accounts[escrow] as Buffer);
+    const [claim] = claims;
+    expect(claim).toMatchObject({ version: 2, escrow, recipient: tx.accountKeys[0], recipientToken: tx.instructions[0]?.accounts[4], instructionIndex: 0 });
+    // Half vested per period: this claim took the second half, and the escrow is fully claimed after it.
+    expect(claim?.amount).toBe(escrowTotal(state) - escrowTotal(state) / 2n);
+    expect(state.totalClaimedAmount).toBe(escrowTotal(state));
+    expect(tx.logs).toContain('Program log: Instruction: ClaimV2');
   });
 
   it('ignores other escrows, other programs and failed decodes', () => {
@@ -138,5 +155,25 @@ describe('Raydium CPMM fee-collection decoder', () => {
     };
     expect(decodeFeeCollections(tx, CPMM_MAINNET_PROGRAM_ID.toBase58(), pool)).toEqual([{ instructionIndex: 0, kind: 'creator', pool, claimer, amounts: { [m0]: '100', [m1]: '7' } }]);
     expect(decodeFeeCollections(tx, CPMM_MAINNET_PROGRAM_ID.toBase58(), config)).toEqual([]);
+  });
+});
+
+describe('the cliff check (recorded escrow)', () => {
+  it('reports what the cliff itself unlocked, even when the check runs long after it (downtime)', async () => {
+    const { tx, accounts } = load('claim_v1');
+    const escrow = escrowOf(tx);
+    const data = accounts[escrow] as Buffer;
+    const state = decodeVestingEscrow(data);
+    const chain = { getAccountInfo: async () => ({ data, executable: false, lamports: 1, owner: JUPITER_LOCK_PROGRAM_ID }) } as unknown as ChainHistory;
+    const watch = { id: 'w', launchId: 'l', kind: 'vesting', address: escrow, context: {}, cliffAt: Number(state.cliffTime) * 1000 };
+    // Checked after every period: the periods' unlocks are not the cliff's.
+    const late = Number(state.cliffTime + state.frequency * (state.numberOfPeriod + 1n)) * 1000;
+    const outcome = await vestingHandler.scheduled?.(watch, chain, late);
+    expect(outcome?.confirmed).toBe(true);
+    expect(outcome?.events[0]?.data).toMatchObject({ vestingContract: escrow, cliffTime: expect.anything(), unlockedAmount: state.cliffUnlockAmount.toString() });
+    expect(unlockedAt(state, BigInt(late / 1000))).toBe(escrowTotal(state));
+    expect(escrowTotal(state)).not.toBe(state.cliffUnlockAmount);
+    // Before the cliff: not yet, check again later.
+    expect(await vestingHandler.scheduled?.(watch, chain, Number(state.cliffTime) * 1000 - 1000)).toMatchObject({ events: [], confirmed: false });
   });
 });

@@ -151,6 +151,30 @@ describe('chain watcher on the embedded chain', () => {
     expect(watcher.reads).toBe(reads);
   });
 
+  it('a wake-up from the chain makes an idle watch due at once, however long its interval has grown; without one it waits', async () => {
+    const clock = manualClock(Date.now() + 200_000);
+    const idle = async () =>
+      t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ interval_ms: 600_000, next_check_at: clock.now() + 600_000, lease_owner: null }).where('launch_id', '=', launchId).execute();
+    await idle();
+    // A backend without a wake-up source (as RPC today): the transfer waits for the watch's own next check.
+    const { onActivity: _, ...withoutWakeUps } = chain.history;
+    const polling = new ChainWatcher({ db: t.db, clock, logger: silentLogger(), chain: withoutWakeUps, handlers: { transfers: transferHandler }, signal: noopSignal });
+    const woken = inProcessWatcher(clock);
+    expect(await woken.runOnce()).toBe(0);
+    const reads = woken.reads;
+    await transfer(LAMPORTS_PER_SOL / 100, Keypair.generate().publicKey); // activity elsewhere: a hint that matches no watch
+    expect(await woken.runOnce()).toBe(0);
+    expect(woken.reads).toBe(reads);
+    expect(Number((await watchRow()).next_check_at)).toBe(clock.now() + 600_000);
+
+    const signature = await transfer(44);
+    expect(await polling.runOnce()).toBe(0);
+    expect(await woken.runOnce()).toBe(1);
+    expect((await events()).at(-1)?.data).toMatchObject({ signature, lamports: '44' });
+    await polling.stop();
+    await woken.stop();
+  });
+
   it('refuses a commit by a watcher whose lease was taken over (fencing token), and ends a watch after its TTL', async () => {
     const now = Date.now() + 300_000;
     await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 0, lease_owner: null }).where('launch_id', '=', launchId).execute();

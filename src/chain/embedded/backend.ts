@@ -122,6 +122,17 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   const persist = (addresses: string[], signature?: ProcessedWrite['signature'], history?: ProcessedWrite['history']) =>
     saveProcessed(db, { accounts: addresses.map((a) => ({ address: a, account: readStored(svm, a) })), signature, history }, clock.now());
   let lastSeq = await lastHistorySeq(db);
+  // Wake-ups for the chain watcher: the accounts of each committed transaction (ChainHistory.onActivity).
+  const activityListeners = new Set<(addresses: readonly string[]) => void>();
+  const announce = (addresses: readonly string[]) => {
+    for (const listener of activityListeners) {
+      try {
+        listener(addresses);
+      } catch (error) {
+        logger.warn({ err: error }, 'chain activity listener failed');
+      }
+    }
+  };
 
   const airdropNow = async (pubkey: PublicKey, amount: bigint) => {
     svm.airdrop(address(pubkey.toBase58()), toLamports(amount));
@@ -191,6 +202,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
         tx.writable.forEach((a, i) => rollback(svm, a, before[i] ?? null));
         throw new TransientError('chain_persist_failed', `embedded chain could not persist ${tx.signature}`, { cause: error });
       }
+      announce(tx.keys);
     }
     if (outcome.ok) {
       await topUp();
@@ -222,6 +234,10 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     },
     getAccountInfo: async (pubkey) => readAccountInfo(svm, pubkey),
     getProgramAccounts: (programId, filters) => scanAccounts(db, programId, filters),
+    onActivity(listener) {
+      activityListeners.add(listener);
+      return () => activityListeners.delete(listener);
+    },
   };
 
   await serial(topUp);
