@@ -159,6 +159,18 @@ export interface EndpointBreakersTable {
   failures: number;
   opened_at: number | null;
   updated_at: number;
+  /** Bumped by every state change: changes are compare-and-set across instances (migration 013). */
+  version: Generated<number>;
+  /** The instance holding the half-open trial lease, and until when (ms). */
+  trial_owner: string | null;
+  trial_until: number | null;
+}
+
+/** API requests per subject (`key:<id>` or `ip:<addr>`) in one fixed window, shared by every instance. */
+export interface RateLimitWindowsTable {
+  subject: string;
+  window_start: number;
+  count: number;
 }
 
 export interface ChainAccountsTable {
@@ -195,6 +207,7 @@ export interface Database {
   delivery_attempts: DeliveryAttemptsTable;
   dead_letters: DeadLettersTable;
   endpoint_breakers: EndpointBreakersTable;
+  rate_limit_windows: RateLimitWindowsTable;
   chain_accounts: ChainAccountsTable;
   service_meta: ServiceMetaTable;
   dashboard_sessions: DashboardSessionsTable;

@@ -15,7 +15,8 @@ import {
 } from './breakerState.js';
 import { hostOfEndpoint } from './endpointKey.js';
 import type { AttemptOutcome } from './httpClient.js';
-import { loadBreakerStates, saveBreakerState } from './sql/breakers.js';
+import { newId } from '../lib/ids.js';
+import { claimBreakerTrial, compareAndSetBreaker, loadBreaker, loadBreakers, type StoredBreaker } from './sql/breakers.js';
 
 export type BreakerSnapshotEntry = BreakerSnapshot;
 
@@ -36,13 +37,21 @@ export interface BreakerInfo {
  * a host do not stall each other. Health and metrics see them aggregated by host name.
  */
 export interface BreakerRegistry {
-  /** Restores persisted breakers (once it succeeds; a failed load is tried again by the next call). */
+  /**
+   * Reads the breakers from the database, the authority every instance shares, unless the last read
+   * is fresher than `syncMs` (a failed read is tried again by the next call).
+   */
   load(): Promise<void>;
-  /** Moves open breakers whose reset timeout has elapsed (by the injected clock) to half-open. */
+  /** Makes the next {@link load} read the database whatever its age (another instance changed a breaker). */
+  invalidate(): void;
+  /**
+   * Moves open breakers whose reset timeout has elapsed (by the injected clock) to half-open, and
+   * takes the trial lease of half-open ones no other instance holds.
+   */
   refresh(): Promise<void>;
   /** Endpoints whose breaker is not closed: ordinary claims skip them, so waiting costs no attempts. */
   blockedEndpoints(): string[];
-  /** Half-open endpoints whose single trial slot is free. */
+  /** Half-open endpoints whose trial lease this instance holds and whose single trial slot is free. */
   trialEndpoints(): string[];
   /** Takes the half-open trial slot of `endpoint`; false when it is taken or the endpoint is not half-open. */
   beginTrial(endpoint: string): boolean;
@@ -91,23 +100,50 @@ class AttemptFailed extends Error {
 
 type Action = (attempt: () => Promise<AttemptOutcome>) => Promise<AttemptOutcome>;
 
+export interface BreakerRegistryDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  policy: BreakerPolicy;
+  /** This instance's id in the trial lease (default: a fresh one). */
+  owner?: string;
+  /** How long a read of the breakers table is trusted before the next claim reads it again (default 1 s). */
+  syncMs?: number;
+  /** How long the half-open trial lease lasts; at least an attempt's longest run (default 60 s). */
+  trialLeaseMs?: number;
+}
+
+const noRow = (): StoredBreaker => ({ state: initialBreakerState, version: -1, trialOwner: null, trialUntil: null });
+const sameState = (a: BreakerState, b: BreakerState) => a.state === b.state && a.failures === b.failures && a.openedAt === b.openedAt;
+
 /**
- * Our state machine is the authority (it is clock-driven and persisted on every change); opossum
- * executes the attempts and is kept in step with `open()`/`close()`. Opossum's own tripping is
- * disabled (its rolling error percentage is not "N consecutive failures") and its wall-clock reset
+ * The database is the authority (SPEC §12): every instance on it sees the same breakers. Each state
+ * change is a compare-and-set on the row's version (a lost race reloads the row and decides again on
+ * what the winner wrote), the half-open trial is a lease on the row (one trial across all instances),
+ * and this registry keeps a copy that is read again at most `syncMs` after the last read, so the
+ * per-attempt questions (`admits`) cost no round trip. Our state machine decides (it is clock-driven);
+ * opossum executes the attempts and is kept in step with `open()`/`close()`. Opossum's own tripping
+ * is disabled (its rolling error percentage is not "N consecutive failures") and its wall-clock reset
  * timer is harmless because nothing is fired at a host our machine holds open.
  */
-export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logger; policy: BreakerPolicy }): BreakerRegistry {
-  const states = new Map<string, BreakerState>();
+export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistry {
+  const entries = new Map<string, StoredBreaker>();
   const circuits = new Map<string, CircuitBreaker<Parameters<Action>, AttemptOutcome>>();
+  /** Trial slots in use by this instance (it holds their endpoint's lease). */
   const trials = new Set<string>();
-  let loading: Promise<void> | undefined;
+  const owner = deps.owner ?? newId('brk', 8);
+  const syncMs = deps.syncMs ?? 1000;
+  const trialLeaseMs = deps.trialLeaseMs ?? 60_000;
+  let loaded = false;
+  let stale = false;
+  let lastSync = 0;
+  let syncing: Promise<void> | undefined;
   // Shared and never emitted: stops every breaker from starting its own bucket-rotation interval.
   const rotation = new EventEmitter();
   rotation.setMaxListeners(0);
   const log = deps.logger.child({ component: 'webhook-breakers' });
 
-  const get = (endpoint: string) => states.get(endpoint) ?? initialBreakerState;
+  const get = (endpoint: string) => entries.get(endpoint)?.state ?? initialBreakerState;
 
   function circuit(endpoint: string) {
     let cb = circuits.get(endpoint);
@@ -132,28 +168,64 @@ export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logg
     return cb;
   }
 
-  async function transition(endpoint: string, next: BreakerState): Promise<void> {
-    const prev = get(endpoint);
-    if (prev.state === next.state && prev.failures === next.failures && prev.openedAt === next.openedAt) return;
-    states.set(endpoint, next);
-    if (prev.state !== next.state) {
+  /** Takes `next` as the copy of `endpoint` unless the copy is already newer; keeps opossum in step. */
+  function remember(endpoint: string, next: StoredBreaker): void {
+    const prev = entries.get(endpoint) ?? noRow();
+    if (prev.version > next.version) return;
+    entries.set(endpoint, next);
+    if (prev.state.state !== next.state.state) {
       const cb = circuit(endpoint);
-      if (next.state === 'open') cb.open();
+      if (next.state.state === 'open') cb.open();
       else cb.close(); // half-open: let exactly the one trial our machine admits through
-      log.info({ endpoint, from: prev.state, to: next.state, failures: next.failures }, 'breaker state changed');
+      log.info({ endpoint, from: prev.state.state, to: next.state.state, failures: next.state.failures }, 'breaker state changed');
     }
-    await saveBreakerState(deps.db, endpoint, hostOfEndpoint(endpoint), next, deps.clock.now());
+  }
+
+  /**
+   * Applies `change` to the stored state by compare-and-set: on a lost race the row is read again
+   * and `change` decides on what the other instance wrote.
+   */
+  async function apply(endpoint: string, change: (s: BreakerState) => BreakerState): Promise<void> {
+    for (let round = 0; round < 8; round++) {
+      const current = entries.get(endpoint) ?? noRow();
+      const next = change(current.state);
+      if (sameState(current.state, next)) return;
+      const version = await compareAndSetBreaker(deps.db, { endpoint, host: hostOfEndpoint(endpoint), version: current.version, next, now: deps.clock.now() });
+      if (version !== undefined) return remember(endpoint, { state: next, version, trialOwner: null, trialUntil: null });
+      const fresh = await loadBreaker(deps.db, endpoint);
+      if (fresh) remember(endpoint, fresh);
+    }
+    log.warn({ endpoint }, 'breaker update lost the race eight times; the next outcome tries again');
+  }
+
+  /** True when this instance holds the trial lease of `e` with at least half of it left. */
+  function holdsTrial(e: StoredBreaker, now: number): boolean {
+    return e.state.state === 'half-open' && e.trialOwner === owner && e.trialUntil !== null && e.trialUntil - now >= trialLeaseMs / 2;
+  }
+
+  /** Claims or renews the trial lease of a half-open endpoint when no other instance holds a live one. */
+  async function leaseTrial(endpoint: string, now: number): Promise<void> {
+    const e = entries.get(endpoint);
+    if (!e || e.state.state !== 'half-open' || trials.has(endpoint) || holdsTrial(e, now)) return;
+    if (e.trialOwner !== null && e.trialOwner !== owner && e.trialUntil !== null && e.trialUntil > now) return;
+    const until = now + trialLeaseMs;
+    if (await claimBreakerTrial(deps.db, { endpoint, version: e.version, owner, now, until })) {
+      entries.set(endpoint, { ...e, trialOwner: owner, trialUntil: until });
+    } else {
+      const fresh = await loadBreaker(deps.db, endpoint);
+      if (fresh) remember(endpoint, fresh);
+    }
   }
 
   /** Every endpoint's state as of now: an open breaker whose time is up reads half-open even before the next tick. */
   function shown(): Array<[string, BreakerState]> {
     const now = deps.clock.now();
-    return [...states].map(([endpoint, s]) => [endpoint, advanceBreaker(s, now, deps.policy)]);
+    return [...entries].map(([endpoint, e]) => [endpoint, advanceBreaker(e.state, now, deps.policy)]);
   }
 
-  function aggregate(entries: BreakerState[]): BreakerSnapshotEntry {
-    const state = entries.some((s) => s.state === 'open') ? 'open' : entries.some((s) => s.state === 'half-open') ? 'half-open' : 'closed';
-    return { state, failures: Math.max(0, ...entries.map((s) => s.failures)) };
+  function aggregate(states: BreakerState[]): BreakerSnapshotEntry {
+    const state = states.some((s) => s.state === 'open') ? 'open' : states.some((s) => s.state === 'half-open') ? 'half-open' : 'closed';
+    return { state, failures: Math.max(0, ...states.map((s) => s.failures)) };
   }
 
   function byHost(): Map<string, BreakerState[]> {
@@ -167,34 +239,43 @@ export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logg
 
   const registry: BreakerRegistry = {
     load() {
-      loading ??= loadBreakerStates(deps.db).then(
-        (saved) => {
-          for (const [endpoint, s] of saved) if (!states.has(endpoint)) states.set(endpoint, s);
-        },
-        (error: unknown) => {
-          // Not cached: the next claim tries again instead of delivering nothing until a restart.
-          loading = undefined;
-          throw error;
-        },
-      );
-      return loading;
+      if (loaded && !stale && deps.clock.now() - lastSync < syncMs) return Promise.resolve();
+      syncing ??= loadBreakers(deps.db)
+        .then((rows) => {
+          for (const [endpoint, row] of rows) remember(endpoint, row);
+          loaded = true;
+          stale = false;
+          lastSync = deps.clock.now();
+        })
+        // A failed read is not cached: the next claim tries again instead of delivering nothing until a restart.
+        .finally(() => (syncing = undefined));
+      return syncing;
+    },
+    invalidate() {
+      stale = true;
     },
     async refresh() {
       const now = deps.clock.now();
-      for (const [endpoint, s] of [...states]) await transition(endpoint, advanceBreaker(s, now, deps.policy));
+      for (const endpoint of [...entries.keys()]) {
+        await apply(endpoint, (s) => advanceBreaker(s, now, deps.policy));
+        await leaseTrial(endpoint, now);
+      }
     },
     blockedEndpoints() {
-      return [...states].filter(([, s]) => s.state !== 'closed').map(([endpoint]) => endpoint);
+      return [...entries].filter(([, e]) => e.state.state !== 'closed').map(([endpoint]) => endpoint);
     },
     trialEndpoints() {
-      return [...states].filter(([endpoint, s]) => s.state === 'half-open' && !trials.has(endpoint)).map(([endpoint]) => endpoint);
+      const now = deps.clock.now();
+      return [...entries].filter(([endpoint, e]) => holdsTrial(e, now) && !trials.has(endpoint)).map(([endpoint]) => endpoint);
     },
     beginTrial(endpoint) {
-      if (get(endpoint).state !== 'half-open' || trials.has(endpoint)) return false;
+      const e = entries.get(endpoint);
+      if (!e || !holdsTrial(e, deps.clock.now()) || trials.has(endpoint)) return false;
       trials.add(endpoint);
       return true;
     },
     cancelTrial(endpoint) {
+      // The lease stays with this instance until it runs out: nothing was due here, so nothing is due elsewhere.
       trials.delete(endpoint);
     },
     admits(endpoint) {
@@ -209,12 +290,13 @@ export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logg
         outcome = error.outcome;
       }
       try {
-        const current = get(endpoint);
         const verdict = breakerVerdict(outcome);
+        const now = deps.clock.now();
         // Only the trial speaks for a half-open endpoint; stragglers from before it opened do not.
-        if ((current.state !== 'half-open' || trial) && verdict !== 'neutral') {
-          const next = verdict === 'success' ? breakerSucceeded(current) : breakerFailed(current, deps.clock.now(), deps.policy);
-          await transition(endpoint, next);
+        if (verdict !== 'neutral') {
+          await apply(endpoint, (s) =>
+            s.state === 'half-open' && !trial ? s : verdict === 'success' ? breakerSucceeded(s) : breakerFailed(s, now, deps.policy),
+          );
         }
       } finally {
         if (trial) trials.delete(endpoint);
@@ -238,11 +320,12 @@ export function createBreakerRegistry(deps: { db: Db; clock: Clock; logger: Logg
       }));
     },
     async reset(key) {
+      stale = true; // an operator acts on what the database says now
       await registry.load();
-      const endpoints = states.has(key) ? [key] : [...states.keys()].filter((endpoint) => hostOfEndpoint(endpoint) === key);
+      const endpoints = entries.has(key) ? [key] : [...entries.keys()].filter((endpoint) => hostOfEndpoint(endpoint) === key);
       for (const endpoint of endpoints) {
         trials.delete(endpoint);
-        await transition(endpoint, initialBreakerState);
+        await apply(endpoint, () => initialBreakerState);
         log.info({ endpoint }, 'breaker reset by an operator');
       }
       return endpoints;

@@ -59,7 +59,10 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
     // resolves to is nobody's business outside); the server log keeps the detail.
     revealBlockedDetails: !deps.config.production,
   });
-  const breakers = createBreakerRegistry({ db: deps.db, clock: deps.clock, logger: deps.logger, policy: breaker });
+  // A lease shorter than an attempt could expire mid-flight and cause a duplicate send.
+  const leaseMs = Math.max(webhooks.leaseMs, webhooks.timeoutMs + 5_000);
+  // The half-open trial lease outlives the trial attempt for the same reason (one trial across instances).
+  const breakers = createBreakerRegistry({ db: deps.db, clock: deps.clock, logger: deps.logger, policy: breaker, trialLeaseMs: leaseMs });
   const dispatcher = createDispatcher({
     db: deps.db,
     clock: deps.clock,
@@ -78,8 +81,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       retrySchedule: webhooks.retrySchedule,
       maxInFlight: webhooks.maxInFlight,
       maxInFlightPerHost: webhooks.maxInFlightPerHost,
-      // A lease shorter than an attempt could expire mid-flight and cause a duplicate send.
-      leaseMs: Math.max(webhooks.leaseMs, webhooks.timeoutMs + 5_000),
+      leaseMs,
       pollIntervalMs: webhooks.pollIntervalMs,
     },
   });
