@@ -33,6 +33,11 @@ export interface HistoryTransaction {
   accountKeys: string[];
   /** Top-level instructions, in order (the instruction index is the position here). */
   instructions: HistoryInstruction[];
+  /**
+   * The instructions each top-level instruction invoked (CPI), as `meta.innerInstructions`:
+   * `index` is the top-level instruction's position, `instructions` in invocation order.
+   */
+  innerInstructions: Array<{ index: number; instructions: HistoryInstruction[] }>;
   logs: string[];
   preTokenBalances: TokenBalance[];
   postTokenBalances: TokenBalance[];

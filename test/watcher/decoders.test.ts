@@ -9,6 +9,8 @@ import { toHistoryTransaction, type RpcTransactionMeta } from '../../src/chain/e
 import type { ChainHistory, HistoryTransaction } from '../../src/chain/history.js';
 import { vestingHandler } from '../../src/watcher/handlers.js';
 import { decodeFeeCollections } from '../../src/watcher/decoders/cpmm.js';
+import { allInstructions, INNER_KEY_BASE } from '../../src/watcher/decoders/instructions.js';
+import { TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { decodeGovernanceActions, decodeProposal, decodeTokenOwner, decodeVoteWeight, proposalOutcome } from '../../src/watcher/decoders/governance.js';
 import { decodeVestingClaims, escrowTotal, findEscrowClose, unlockedAt } from '../../src/watcher/decoders/jupiterLock.js';
 
@@ -37,7 +39,7 @@ function load(name: string): { tx: HistoryTransaction; accounts: Record<string, 
   return { tx, accounts };
 }
 const escrowOf = (tx: HistoryTransaction) => tx.instructions.find((ix) => ix.programId === LOCK)?.accounts[0] ?? '';
-const realmOf = (tx: HistoryTransaction) => tx.instructions.find((ix) => ix.programId === GOV)?.accounts[0] ?? '';
+const realmOf = (tx: HistoryTransaction) => allInstructions(tx).find(({ ix }) => ix.programId === GOV)?.ix.accounts[0] ?? '';
 
 describe('Jupiter Lock claim decoder (recorded claims)', () => {
   it('finds a v1 claim, its recipient and the amount that left the escrow, matching the escrow account after it', () => {
@@ -88,6 +90,43 @@ describe('Jupiter Lock claim decoder (recorded claims)', () => {
     if (ix) ix.data = Buffer.concat([instructionDiscriminator('claim_v2'), Buffer.from(ix.data.subarray(8)), Buffer.from([0])]);
     // Read as v2, the accounts shift by one (token_mint after the escrow): the escrow token is then unknown.
     expect(decodeVestingClaims(v2, LOCK, escrowOf(tx))[0]).toMatchObject({ version: 2 });
+  });
+});
+
+describe('instructions invoked by another program (CPI)', () => {
+  /** The recorded transaction as if a wrapper program (a multisig, a DAO) had made the call: the same bytes, one level down. */
+  const wrapped = (tx: HistoryTransaction, program: string): HistoryTransaction => {
+    const index = tx.instructions.findIndex((ix) => ix.programId === program);
+    const wrapper = { programId: PublicKey.unique().toBase58(), accounts: [], data: new Uint8Array([1]) };
+    const inner = [tx.instructions[index] as HistoryTransaction['instructions'][number], ...(tx.innerInstructions.find((e) => e.index === index)?.instructions ?? [])];
+    return { ...tx, instructions: tx.instructions.map((ix, i) => (i === index ? wrapper : ix)), innerInstructions: [...tx.innerInstructions.filter((e) => e.index !== index), { index, instructions: inner }] };
+  };
+
+  it('reads the recorded inner instructions of a claim (the token transfer, the program\'s event) and finds one claim, not three', () => {
+    const { tx } = load('claim_v2');
+    expect(allInstructions(tx).map((k) => [k.key, k.ix.programId])).toEqual([
+      [0, LOCK],
+      [INNER_KEY_BASE, TOKEN_PROGRAM_ID.toBase58()],
+      [INNER_KEY_BASE + 1, LOCK],
+    ]);
+    expect(decodeVestingClaims(tx, LOCK, escrowOf(tx)).map((c) => c.instructionIndex)).toEqual([0]);
+  });
+
+  it('finds a claim made through another program, keyed past the top-level indexes, with the same amount', () => {
+    const { tx } = load('claim_v2');
+    const escrow = escrowOf(tx);
+    const [direct] = decodeVestingClaims(tx, LOCK, escrow);
+    const through = wrapped(tx, LOCK);
+    expect(through.instructions.some((ix) => ix.programId === LOCK)).toBe(false);
+    const [claim] = decodeVestingClaims(through, LOCK, escrow);
+    expect(claim).toMatchObject({ version: 2, instructionIndex: INNER_KEY_BASE, recipient: direct?.recipient, amount: direct?.amount });
+  });
+
+  it('finds a vote cast through another program', () => {
+    const { tx } = load('cast_vote_approve');
+    const realm = realmOf(tx);
+    const through = wrapped(tx, GOV);
+    expect(decodeGovernanceActions(through, GOV, realm)).toEqual(decodeGovernanceActions(tx, GOV, realm).map((a) => ({ ...a, instructionIndex: (a.instructionIndex + 1) * INNER_KEY_BASE })));
   });
 });
 
@@ -146,6 +185,7 @@ describe('Raydium CPMM fee-collection decoder', () => {
       err: null,
       accountKeys: keys,
       instructions: [{ programId: CPMM_MAINNET_PROGRAM_ID.toBase58(), accounts: [claimer, authority, pool, config, v0, v1, m0, m1, r0, r1], data: instructionDiscriminator('collect_creator_fee') }],
+      innerInstructions: [],
       logs: [],
       preTokenBalances: [{ accountIndex: 8, mint: m0, owner: claimer, amount: '5' }],
       postTokenBalances: [

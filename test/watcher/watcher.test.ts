@@ -10,6 +10,11 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
 import { commitProgress, insertWatches, listWatches, WatchFencedError, claimDueWatches, type WatchRow } from '../../src/watcher/store.js';
 import { ChainWatcher } from '../../src/watcher/watcher.js';
+import { MINT_SIZE, TOKEN_PROGRAM_ID, createAssociatedTokenAccountInstruction, createInitializeMint2Instruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
+import type { HistoryTransaction } from '../../src/chain/history.js';
+import { createRpcBreaker } from '../../src/chain/rpc/breaker.js';
+import { createRpcHistory } from '../../src/chain/rpc/history.js';
+import { allInstructions, INNER_KEY_BASE } from '../../src/watcher/decoders/instructions.js';
 import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 import { transferHandler } from './support/transferHandler.js';
 
@@ -173,6 +178,31 @@ describe('chain watcher on the embedded chain', () => {
     expect((await events()).at(-1)?.data).toMatchObject({ signature, lamports: '44' });
     await polling.stop();
     await woken.stop();
+  });
+
+  it('both backends read the instructions a transaction invoked (CPI) alike: the embedded index and the RPC cursor poller', async () => {
+    // The associated-token program (built into the chain) creates the account by invoking the system and token programs.
+    const mint = Keypair.generate();
+    const rent = await connection.getMinimumBalanceForRentExemption(MINT_SIZE);
+    await connection.sendTransaction(
+      new Transaction().add(
+        SystemProgram.createAccount({ fromPubkey: sender.publicKey, newAccountPubkey: mint.publicKey, space: MINT_SIZE, lamports: rent, programId: TOKEN_PROGRAM_ID }),
+        createInitializeMint2Instruction(mint.publicKey, 0, sender.publicKey, null),
+      ),
+      [sender, mint],
+    );
+    const owner = Keypair.generate().publicKey;
+    const signature = await send(new Transaction().add(createAssociatedTokenAccountInstruction(sender.publicKey, getAssociatedTokenAddressSync(mint.publicKey, owner), owner, mint.publicKey)));
+    const plain = (tx: HistoryTransaction | null) => tx?.innerInstructions.map((e) => ({ index: e.index, instructions: e.instructions.map((ix) => ({ ...ix, data: Buffer.from(ix.data).toString('hex') })) }));
+    const embedded = plain(await chain.history.getTransaction(signature));
+    const rpc = plain(await createRpcHistory(connection, createRpcBreaker()).getTransaction(signature));
+    expect(embedded?.[0]?.index).toBe(0);
+    expect(embedded?.[0]?.instructions.map((ix) => ix.programId)).toEqual(expect.arrayContaining([SystemProgram.programId.toBase58(), TOKEN_PROGRAM_ID.toBase58()]));
+    expect(rpc).toEqual(embedded);
+    // Keys: the top-level instruction, then what it invoked, past every top-level index.
+    const keys = allInstructions((await chain.history.getTransaction(signature)) as HistoryTransaction).map((k) => [k.key, k.inner]);
+    expect(keys[0]).toEqual([0, false]);
+    expect(keys.slice(1)).toEqual(embedded?.[0]?.instructions.map((_, k) => [INNER_KEY_BASE + k, true]));
   });
 
   it('refuses a commit by a watcher whose lease was taken over (fencing token), and ends a watch after its TTL', async () => {

@@ -231,6 +231,10 @@ export function toHistoryTransaction(signature: string, stored: { slot: number; 
       accounts: ix.accountKeyIndexes.map((i) => keys[i] as string),
       data: ix.data,
     })),
+    innerInstructions: (stored.meta.innerInstructions ?? []).map((entry) => ({
+      index: entry.index,
+      instructions: entry.instructions.map((ix) => ({ programId: keys[ix.programIdIndex] as string, accounts: ix.accounts.map((i) => keys[i] as string), data: bs58.decode(ix.data) })),
+    })),
     logs: stored.meta.logMessages,
     preTokenBalances: plain(stored.meta.preTokenBalances),
     postTokenBalances: plain(stored.meta.postTokenBalances),

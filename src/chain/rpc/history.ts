@@ -1,4 +1,5 @@
 import { PublicKey, type Connection, type GetProgramAccountsFilter } from '@solana/web3.js';
+import bs58 from 'bs58';
 import type { ChainHistory, HistoryTransaction, TokenBalance } from '../history.js';
 import type { RpcBreaker } from './breaker.js';
 
@@ -39,6 +40,10 @@ export function createRpcHistory(connection: Connection, breaker: RpcBreaker): C
           programId: keys[ix.programIdIndex] as string,
           accounts: ix.accountKeyIndexes.map((i) => keys[i] as string),
           data: ix.data,
+        })),
+        innerInstructions: (tx.meta?.innerInstructions ?? []).map((entry) => ({
+          index: entry.index,
+          instructions: entry.instructions.map((ix) => ({ programId: keys[ix.programIdIndex] as string, accounts: ix.accounts.map((i) => keys[i] as string), data: bs58.decode(ix.data) })),
         })),
         logs: tx.meta?.logMessages ?? [],
         preTokenBalances: tokenBalances(tx.meta?.preTokenBalances),

@@ -1,5 +1,6 @@
 import { instructionDiscriminator } from '../../chain/programs/anchor.js';
 import type { HistoryTransaction } from '../../chain/history.js';
+import { allInstructions } from './instructions.js';
 
 /**
  * Fee collections on a Raydium CPMM pool. The program has three: `collect_protocol_fee` and
@@ -33,10 +34,10 @@ function received(tx: HistoryTransaction, account: string): bigint {
   return amount(tx.postTokenBalances) - amount(tx.preTokenBalances);
 }
 
-/** The fee collections a successful transaction makes on `pool`. */
+/** The fee collections a successful transaction makes on `pool`, top-level or inner (keys: {@link allInstructions}). */
 export function decodeFeeCollections(tx: HistoryTransaction, programId: string, pool: string): FeeCollection[] {
   const found: FeeCollection[] = [];
-  tx.instructions.forEach((ix, instructionIndex) => {
+  allInstructions(tx).forEach(({ ix, key: instructionIndex }) => {
     if (ix.programId !== programId || ix.accounts[2] !== pool) return;
     const match = KINDS.find((k) => startsWith(ix.data, k.discriminator));
     if (!match) return;

@@ -12,6 +12,7 @@ import {
 } from '@solana/spl-governance';
 import { deserializeBorsh } from '@solana/spl-governance/lib/tools/borsh.js';
 import type { HistoryTransaction } from '../../chain/history.js';
+import { allInstructions } from './instructions.js';
 
 /** A governance instruction of interest in a transaction, with the accounts that identify it. */
 export type GovernanceAction =
@@ -24,7 +25,8 @@ const VOTES: Record<number, 'approve' | 'deny' | 'abstain' | 'veto'> = { [VoteKi
 const SCHEMA = getGovernanceInstructionSchema(3);
 
 /**
- * The proposal lifecycle instructions a successful transaction runs on `realm` (SPL Governance v3
+ * The proposal lifecycle instructions a successful transaction runs on `realm`, top-level or invoked
+ * by another program (keys: {@link allInstructions}) (SPL Governance v3
  * layouts; accounts as the program lists them: CreateProposal `[realm, proposal, governance,
  * token_owner_record, …]`, CastVote `[realm, governance, proposal, proposal_owner_record,
  * voter_token_owner_record, authority, vote_record, …]`, FinalizeVote `[realm, governance, proposal, …]`,
@@ -32,7 +34,7 @@ const SCHEMA = getGovernanceInstructionSchema(3);
  */
 export function decodeGovernanceActions(tx: HistoryTransaction, programId: string, realm: string): GovernanceAction[] {
   const actions: GovernanceAction[] = [];
-  tx.instructions.forEach((ix, instructionIndex) => {
+  allInstructions(tx).forEach(({ ix, key: instructionIndex }) => {
     if (ix.programId !== programId || ix.accounts[0] !== realm || ix.data.length === 0) return;
     const a = ix.accounts;
     const data = Buffer.from(ix.data);

@@ -1,6 +1,7 @@
 import { instructionDiscriminator } from '../../chain/programs/anchor.js';
 import type { VestingEscrowAccount } from '../../chain/programs/jupiterLock/escrowAccount.js';
 import type { HistoryTransaction } from '../../chain/history.js';
+import { allInstructions } from './instructions.js';
 
 const CLAIM = instructionDiscriminator('claim');
 const CLAIM_V2 = instructionDiscriminator('claim_v2');
@@ -27,7 +28,8 @@ function tokenDelta(tx: HistoryTransaction, account: string): bigint {
 }
 
 /**
- * The claims a successful transaction makes on `escrow` (top-level instructions of the program).
+ * The claims a successful transaction makes on `escrow`, top-level or invoked by another program
+ * (a multisig or a DAO claiming for its treasury); see {@link allInstructions} for the keys.
  * Accounts: claim `[escrow, escrow_token, recipient, recipient_token, …]`; claim_v2 `[escrow,
  * token_mint, escrow_token, recipient, recipient_token, …]`; data: discriminator + `max_amount` u64.
  * The amount is what left the escrow token account; several claims in one transaction share it in order.
@@ -35,7 +37,7 @@ function tokenDelta(tx: HistoryTransaction, account: string): bigint {
 export function decodeVestingClaims(tx: HistoryTransaction, programId: string, escrow: string): VestingClaim[] {
   const claims: VestingClaim[] = [];
   const left = new Map<string, bigint>();
-  tx.instructions.forEach((ix, instructionIndex) => {
+  allInstructions(tx).forEach(({ ix, key: instructionIndex }) => {
     if (ix.programId !== programId || ix.accounts[0] !== escrow) return;
     const version = startsWith(ix.data, CLAIM) ? 1 : startsWith(ix.data, CLAIM_V2) ? 2 : undefined;
     if (version === undefined || ix.data.length < 16) return;
@@ -50,10 +52,9 @@ export function decodeVestingClaims(tx: HistoryTransaction, programId: string, e
   return claims;
 }
 
-/** The instruction index of a `close_vesting_escrow` on `escrow`, when the transaction closes it. */
+/** The instruction key of a `close_vesting_escrow` on `escrow` (top-level or inner), when the transaction closes it. */
 export function findEscrowClose(tx: HistoryTransaction, programId: string, escrow: string): number | undefined {
-  const index = tx.instructions.findIndex((ix) => ix.programId === programId && ix.accounts[0] === escrow && startsWith(ix.data, CLOSE));
-  return index >= 0 ? index : undefined;
+  return allInstructions(tx).find(({ ix }) => ix.programId === programId && ix.accounts[0] === escrow && startsWith(ix.data, CLOSE))?.key;
 }
 
 /** Everything the escrow vests: the cliff amount plus every period. */
