@@ -13,7 +13,7 @@ import { cachedHealth } from '../health/cachedHealth.js';
 import { checkHealth, type BreakerSource } from '../health/healthService.js';
 import { createApp } from '../http/app.js';
 import type { AppEnv } from '../http/env.js';
-import { RateLimiter } from '../http/middleware/rateLimit.js';
+import { createRateLimiter } from '../http/middleware/rateLimit.js';
 import { createChainStepRunner } from '../launches/chainStepRunner.js';
 import { LaunchRunner } from '../launches/runner.js';
 import { requeueFailedLaunch } from '../launches/requeueLaunch.js';
@@ -152,7 +152,7 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
     const app = createApp({
       db,
       logger,
-      limiter: new RateLimiter(config.rateLimitPerMinute, clock),
+      limiter: createRateLimiter({ db, clock, logger, limit: config.rateLimitPerMinute }),
       bodyLimitBytes: config.bodyLimitBytes,
       routes: apiRoutes({
         db,

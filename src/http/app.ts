@@ -7,7 +7,7 @@ import { ApiError, errorBody, fromDomainError } from './errors.js';
 import type { AppEnv } from './env.js';
 import { authenticate, rejectRefusedKey } from './middleware/auth.js';
 import { jsonBodyGuard } from './middleware/bodyGuards.js';
-import { rateLimit, type RateLimiter } from './middleware/rateLimit.js';
+import { rateLimit, type RequestLimiter } from './middleware/rateLimit.js';
 import { requestContext } from './middleware/requestId.js';
 
 export const API_VERSION = '2026-10-01';
@@ -15,7 +15,7 @@ export const API_VERSION = '2026-10-01';
 export interface AppDeps {
   db: Db;
   logger: Logger;
-  limiter: RateLimiter;
+  limiter: RequestLimiter;
   bodyLimitBytes: number;
   /** Sub-apps mounted under /api, e.g. `['/', healthRoutes]`. */
   routes: Array<[path: string, app: Hono<AppEnv>]>;

@@ -1,6 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
 import { getConnInfo } from '@hono/node-server/conninfo';
+import { PostgresAdapter } from 'kysely';
+import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
 import { ApiError } from '../errors.js';
 import type { AppEnv } from '../env.js';
 
@@ -9,8 +12,30 @@ interface Window {
   count: number;
 }
 
-/** Fixed one-minute windows per key (or per client IP when anonymous). */
-export class RateLimiter {
+export interface RateVerdict {
+  allowed: boolean;
+  remaining: number;
+  resetSeconds: number;
+}
+
+/** Counts API requests per subject (`key:<id>`, or `ip:<addr>` when anonymous) in fixed windows. */
+export interface RequestLimiter {
+  readonly limit: number;
+  /** Counts one request (unless `peek`) and tells what is left. */
+  take(subject: string, peek?: boolean): RateVerdict | Promise<RateVerdict>;
+}
+
+/**
+ * The limiter for this database (SPEC §12): on SQLite one process owns the data directory, so its
+ * windows live in memory (no write per request); on PostgreSQL several instances share the budget
+ * through the `rate_limit_windows` table.
+ */
+export function createRateLimiter(deps: { db: Db; clock: Clock; logger: Logger; limit: number }): RequestLimiter {
+  return deps.db.getExecutor().adapter instanceof PostgresAdapter ? new SharedRateLimiter(deps.limit, deps.db, deps.clock, deps.logger) : new RateLimiter(deps.limit, deps.clock);
+}
+
+/** Fixed one-minute windows per key (or per client IP when anonymous), in this process's memory. */
+export class RateLimiter implements RequestLimiter {
   private readonly windows = new Map<string, Window>();
   private lastSweep = 0;
 
@@ -21,7 +46,7 @@ export class RateLimiter {
   ) {}
 
   /** Counts one request (unless `peek`) and tells what is left. */
-  take(subject: string, peek = false): { allowed: boolean; remaining: number; resetSeconds: number } {
+  take(subject: string, peek = false): RateVerdict {
     const now = this.clock.now();
     this.sweep(now);
     let window = this.windows.get(subject);
@@ -42,6 +67,60 @@ export class RateLimiter {
   }
 }
 
+/**
+ * Fixed windows shared by every instance on one database: each request is one atomic upsert
+ * (`insert … on conflict do update set count = count + 1 returning count`, the same statement on
+ * SQLite and PostgreSQL), so N instances together admit `limit` requests per window, not N × limit.
+ * Windows are aligned to multiples of `windowMs` on each instance's clock, so instances agree on
+ * them (a few ms of skew moves a request into the neighbouring window at most). Past windows are
+ * deleted once per window. When the database cannot answer, the request is let through and logged:
+ * the limiter protects the service, it is not a reason to refuse every caller.
+ */
+export class SharedRateLimiter implements RequestLimiter {
+  private lastSweep = 0;
+
+  constructor(
+    readonly limit: number,
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    readonly windowMs = 60_000,
+  ) {}
+
+  async take(subject: string, peek = false): Promise<RateVerdict> {
+    const now = this.clock.now();
+    const windowStart = now - (now % this.windowMs);
+    const resetSeconds = Math.max(1, Math.ceil((windowStart + this.windowMs - now) / 1000));
+    try {
+      await this.sweep(windowStart);
+      let count: number;
+      if (peek) {
+        const row = await this.db.selectFrom('rate_limit_windows').select('count').where('subject', '=', subject).where('window_start', '=', windowStart).executeTakeFirst();
+        count = row?.count ?? 0;
+      } else {
+        const row = await this.db
+          .insertInto('rate_limit_windows')
+          .values({ subject, window_start: windowStart, count: 1 })
+          .onConflict((oc) => oc.columns(['subject', 'window_start']).doUpdateSet((eb) => ({ count: eb('rate_limit_windows.count', '+', 1) })))
+          .returning('count')
+          .executeTakeFirstOrThrow();
+        count = Number(row.count);
+      }
+      const allowed = peek ? count < this.limit : count <= this.limit;
+      return { allowed, remaining: Math.max(0, this.limit - count), resetSeconds };
+    } catch (error) {
+      this.logger.warn({ component: 'rate-limit', err: error }, 'rate limit not counted: the database did not answer');
+      return { allowed: true, remaining: this.limit, resetSeconds };
+    }
+  }
+
+  private async sweep(windowStart: number): Promise<void> {
+    if (windowStart <= this.lastSweep) return;
+    this.lastSweep = windowStart;
+    await this.db.deleteFrom('rate_limit_windows').where('window_start', '<', windowStart).execute();
+  }
+}
+
 function clientIp(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string {
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
@@ -54,12 +133,12 @@ function clientIp(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string {
  * Sets X-RateLimit-* on every API response and answers 429 with Retry-After over the limit.
  * `exempt` paths (the health probe) show the budget without spending it, so monitors are never throttled.
  */
-export function rateLimit(options: { limiter: RateLimiter; exempt?: (path: string) => boolean }): MiddlewareHandler<AppEnv> {
+export function rateLimit(options: { limiter: RequestLimiter; exempt?: (path: string) => boolean }): MiddlewareHandler<AppEnv> {
   return async function rateLimit(c, next) {
     const auth = c.get('auth');
     const subject = auth ? `key:${auth.keyId}` : `ip:${clientIp(c)}`;
     const peek = options.exempt?.(c.req.path) ?? false;
-    const verdict = options.limiter.take(subject, peek);
+    const verdict = await options.limiter.take(subject, peek);
     const headers = {
       'X-RateLimit-Limit': String(options.limiter.limit),
       'X-RateLimit-Remaining': String(verdict.remaining),
