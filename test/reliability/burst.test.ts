@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -10,17 +10,29 @@ import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { launchBody } from '../support/fixtures.js';
 import { startChildService, type ChildService } from './support/childService.js';
-import { createHealthProbe, wallNow } from './support/healthProbe.js';
+import { sampleCpu, type CpuSampler } from './support/cpuSampler.js';
+import { createHealthProbe, wallNow, type ProbeResult } from './support/healthProbe.js';
 import { startRecordingReceiver } from './support/recordingReceiver.js';
 
-// Sized for the suite: a burst of launches, each with 6 events, against a receiver that answers at once.
-const LAUNCHES = Number(process.env.BURST_LAUNCHES ?? 100);
+// Sized for the suite: a burst of launches, each with 6 events, against a receiver that answers at once
+// (about 10 s on two idle cores; BURST_LAUNCHES overrides it).
+const LAUNCHES = Number(process.env.BURST_LAUNCHES ?? 200);
 const PARALLEL = 8;
 const MAX_IN_FLIGHT = 64; // the shipped default
 const SECRET = 'whsec_burst_0123456789abcdef';
 const STEP_MS = 10 * 60_000; // the restart's clock is past every lease of the killed process
 const HEALTH_BOUND_MS = 2_000;
+/**
+ * Health must answer within HEALTH_BOUND_MS of wall time whenever the service's event loop got at
+ * least MIN_CPU_SHARE of the CPU time it asked for (time on a core / (that + time waiting on the run
+ * queue), from /proc/<pid>/schedstat). Below that the machine, not the service, sets the latency (a
+ * shared 2-core box at load 20 gave it 10-15 %); then the wall bound is reported, not asserted. On
+ * every run, whatever the load, the service may spend at most HEALTH_BOUND_MS × MIN_CPU_SHARE (1 s)
+ * of its own CPU on other work while a health request waits: the same promise in the service's CPU
+ * time, which a starved machine cannot inflate (a wait spent off the cores costs the service no CPU).
+ */
 const MIN_CPU_SHARE = 0.5;
+const CPU_BOUND_MS = HEALTH_BOUND_MS * MIN_CPU_SHARE;
 
 const dir = mkdtempSync(join(tmpdir(), 'reliability-burst-'));
 const env = {
@@ -29,14 +41,20 @@ const env = {
 };
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** CPU time (ms) a process has used so far, from /proc (Linux); undefined elsewhere. */
-function cpuMsOf(pid: number | undefined): number | undefined {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in USER_HZ (100/s)
-  } catch {
-    return undefined;
-  }
+const p99 = (values: number[]) => [...values].sort((x, y) => x - y)[Math.max(0, Math.ceil(values.length * 0.99) - 1)] ?? Number.NaN;
+
+/** Health in one phase: wall latency, the service's CPU while each request waited, the share of the CPU it asked for that it got. */
+function healthPhase(probe: ProbeResult, cpu: CpuSampler, from: number, to: number) {
+  const cpuWaits = probe.windows.map((w) => cpu.cpuBetween(w.start, w.end));
+  return { n: probe.samples.length, p50: Math.round(probe.p(50)), p99: Math.round(probe.p(99)), max: Math.round(probe.max()), cpuWaitP99: Math.round(p99(cpuWaits)), share: Math.round(cpu.grantedBetween(from, to) * 100) / 100 };
+}
+
+/** A phase's health bounds: in CPU time always (where /proc exists), in wall time when the machine gave the service its share. */
+function expectHealthy(name: string, phase: ReturnType<typeof healthPhase>, cpu: CpuSampler, summary: unknown): void {
+  const context = `${name}: ${JSON.stringify(summary)}`;
+  if (cpu.available) expect(phase.cpuWaitP99, context).toBeLessThan(CPU_BOUND_MS);
+  if (!cpu.available || phase.share >= MIN_CPU_SHARE) expect(phase.p99, context).toBeLessThan(HEALTH_BOUND_MS);
+  else console.warn(`burst: ${name}, wall-clock p99 not asserted: the service got ${Math.round(phase.share * 100)}% of the CPU time it asked for: ${context}`);
 }
 
 /** Posts launches `PARALLEL` at a time until `count` are accepted or the service stops answering. */
@@ -78,15 +96,15 @@ describe('a burst of launches', () => {
       const burstProbe = await createHealthProbe();
       const drainProbe = await createHealthProbe();
       const first = await startChildService(env);
+      const firstCpu = sampleCpu(first.child.pid);
       burstProbe.start(first.origin);
-      const burstStart = { wall: wallNow(), cpu: cpuMsOf(first.child.pid) };
+      const burstStart = wallNow();
       let killed = false;
       const posting = postLaunches(first, key, receiver.url, LAUNCHES, accepted, () => killed);
       await Promise.race([receiver.waitFor(LAUNCHES * 2), posting]);
       const during = await burstProbe.stop();
-      const burstCpu = cpuMsOf(first.child.pid);
-      // The share of one core the service got during the burst (it wants all of one: it is CPU-bound).
-      const cpuShare = burstStart.cpu === undefined || burstCpu === undefined ? undefined : (burstCpu - burstStart.cpu) / (wallNow() - burstStart.wall);
+      const burstEnd = wallNow();
+      firstCpu.stop();
       killed = true;
       expect(await first.kill('SIGKILL')).toBe('SIGKILL');
       await posting;
@@ -96,8 +114,8 @@ describe('a burst of launches', () => {
       const spawnedAt = wallNow();
       const second = await startChildService({ ...env, CLOCK_OFFSET_MS: String(STEP_MS) });
       const portOpenAt = wallNow();
+      const secondCpu = sampleCpu(second.child.pid);
       drainProbe.start(second.origin);
-      const drainStart = { wall: wallNow(), cpu: cpuMsOf(second.child.pid) };
       const firstAnswer = await drainProbe.firstAnswer;
       await postLaunches(second, key, receiver.url, LAUNCHES - accepted.length, accepted);
       const settled = async () => {
@@ -105,32 +123,35 @@ describe('a burst of launches', () => {
         const pending = await opened.db.selectFrom('deliveries').select('id').where('status', '=', 'pending').execute();
         return open.length === 0 && pending.length === 0;
       };
-      const deadline = Date.now() + 60_000;
+      const deadline = Date.now() + 90_000;
       while (!(await settled())) {
-        if (Date.now() > deadline) throw new Error('the backlog did not drain in 60 s');
+        if (Date.now() > deadline) throw new Error('the backlog did not drain in 90 s');
         await new Promise((r) => setTimeout(r, 100)); // the work happens in another process: poll its database
       }
       const draining = await drainProbe.stop();
-      const drainCpu = cpuMsOf(second.child.pid);
-      const drainShare = drainStart.cpu === undefined || drainCpu === undefined ? undefined : (drainCpu - drainStart.cpu) / (wallNow() - drainStart.wall);
+      const drainEnd = wallNow();
+      secondCpu.stop();
       expect(await second.kill('SIGTERM')).toBe(0);
 
-      const summary = {
-        accepted: accepted.length, cpuShare: cpuShare === undefined ? null : Math.round(cpuShare * 100) / 100, drainShare: drainShare === undefined ? null : Math.round(drainShare * 100) / 100, leasedAtKill: leased.length, startupMs: Math.round(portOpenAt - spawnedAt),
-        firstAnswerAfterPortMs: Math.round(firstAnswer - portOpenAt), during: during.summary(), draining: draining.summary(),
+      const burst = healthPhase(during, firstCpu, burstStart, burstEnd);
+      const drain = healthPhase(draining, secondCpu, portOpenAt, drainEnd);
+      const startup = {
+        spawnToPortMs: Math.round(portOpenAt - spawnedAt),
+        firstAnswerMs: Math.round(firstAnswer - portOpenAt),
+        cpuMs: Math.round(secondCpu.cpuBetween(portOpenAt, firstAnswer)),
+        share: Math.round(secondCpu.grantedBetween(portOpenAt, firstAnswer) * 100) / 100,
       };
+      const summary = { accepted: accepted.length, leasedAtKill: leased.length, restart: startup, burst, drain };
+      console.info(`burst: ${JSON.stringify(summary)}`);
+
       // Health: p99 under 2 s during the burst; after the restart, answered within 2 s of the port
-      // opening and never slower than 2 s while the backlog drained.
+      // opening and never slower than 2 s while the backlog drained (each bound as expectHealthy says).
       expect(during.samples.length, JSON.stringify(summary)).toBeGreaterThan(3);
-      // The bound holds when the service gets the core it needs. On a machine shared with other
-      // busy processes the burst can leave it a fraction of one (measured: 15% of a core at a load
-      // average of 20 on 2 cores, health p99 then 2-8 s): then this is reported, not asserted.
-      if (cpuShare === undefined || cpuShare >= MIN_CPU_SHARE) expect(during.p(99), JSON.stringify(summary)).toBeLessThan(HEALTH_BOUND_MS);
-      else console.warn(`burst: health during the burst not asserted, the service got ${Math.round(cpuShare * 100)}% of a core: ${JSON.stringify(summary)}`);
-      expect(firstAnswer - portOpenAt, JSON.stringify(summary)).toBeLessThan(HEALTH_BOUND_MS);
-      // Draining the backlog keeps the service busy too: the same rule.
-      if (drainShare === undefined || drainShare >= MIN_CPU_SHARE) expect(draining.p(99), JSON.stringify(summary)).toBeLessThan(HEALTH_BOUND_MS);
-      else console.warn(`burst: health while draining not asserted, the service got ${Math.round(drainShare * 100)}% of a core: ${JSON.stringify(summary)}`);
+      expectHealthy('during the burst', burst, firstCpu, summary);
+      if (secondCpu.available) expect(startup.cpuMs, JSON.stringify(summary)).toBeLessThan(CPU_BOUND_MS);
+      if (!secondCpu.available || startup.share >= MIN_CPU_SHARE) expect(startup.firstAnswerMs, JSON.stringify(summary)).toBeLessThan(HEALTH_BOUND_MS);
+      else if (startup.firstAnswerMs >= HEALTH_BOUND_MS) console.warn(`burst: first answer after the restart ${startup.firstAnswerMs} ms, not asserted: the service got ${Math.round(startup.share * 100)}% of the CPU time it asked for`);
+      expectHealthy('while the backlog drained', drain, secondCpu, summary);
       expect([...during.statuses, ...draining.statuses].every((s) => s === 200), JSON.stringify(summary)).toBe(true);
 
       // Delivery: no attempt failed (so no breaker could open), every event arrived, duplicates only
@@ -151,5 +172,5 @@ describe('a burst of launches', () => {
       await receiver.close();
       await opened.close();
     }
-  }, 150_000);
+  }, 240_000);
 });

@@ -4,7 +4,7 @@
  * polls `GET <origin>/api/health` on a new connection each time without waiting for the previous
  * answer, and prints one line
  * `{"answer": {"at", "ms", "status"}}` per answer (`at` is wall-clock ms, sub-ms precision).
- * On the stdin line `stop` it prints `{"waiting": [ms, …]}` (probes still unanswered) and exits.
+ * On the stdin line `stop` it prints `{"waiting": [ms, …], "at"}` (probes still unanswered, and when) and exits.
  */
 import { get } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -42,6 +42,6 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (command !== 'stop') return;
   clearInterval(timer);
   const now = performance.now();
-  write({ waiting: [...waiting].map((s) => now - s) });
+  write({ waiting: [...waiting].map((s) => now - s), at: performance.timeOrigin + now });
   process.exit(0);
 });
