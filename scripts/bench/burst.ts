@@ -7,16 +7,21 @@ import { performance } from 'node:perf_hooks';
 import { Keypair } from '@solana/web3.js';
 import { Pool } from 'undici';
 import { createApiKey } from '../../src/auth/apiKeys.js';
-import { migrateToLatest, openDatabase } from '../../src/db/database.js';
+import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { spawnBenchChild } from './child.js';
 import { percentile, result, type BenchResult } from './types.js';
 
 const PARALLEL = 50;
 
-/** Polls GET /api/health every 100 ms on a new connection each time, not waiting for answers. */
-function probeHealth(origin: string): () => number[] {
+/**
+ * Polls GET /api/health every 100 ms on a new connection each time, not waiting for answers.
+ * Refused connections (the port not open yet) are not samples; `first` resolves at the first answer.
+ */
+function probeHealth(origin: string): { stop(): number[]; first: Promise<number> } {
   const samples: number[] = [];
   const waiting = new Set<number>();
+  let resolveFirst: (at: number) => void = () => undefined;
+  const first = new Promise<number>((resolve) => (resolveFirst = resolve));
   const probe = () => {
     const started = performance.now();
     waiting.add(started);
@@ -25,16 +30,49 @@ function probeHealth(origin: string): () => number[] {
       res.on('end', () => {
         waiting.delete(started);
         samples.push(performance.now() - started);
+        resolveFirst(performance.now());
       });
     }).on('error', () => waiting.delete(started));
   };
   const timer = setInterval(probe, 100);
   probe();
-  return () => {
-    clearInterval(timer);
-    const now = performance.now();
-    return [...samples, ...[...waiting].map((s) => now - s)]; // unanswered probes count as long as they waited
+  return {
+    first,
+    stop() {
+      clearInterval(timer);
+      const now = performance.now();
+      return [...samples, ...[...waiting].map((s) => now - s)]; // unanswered probes count as long as they waited
+    },
   };
+}
+
+function launchBody(webhookUrl: string) {
+  return { name: 'Burst Token', ticker: 'BRST', totalSupply: '1000000000', decimals: 6, uri: 'https://example.com/b.json', tokenStandard: 'token-2022', creator: Keypair.generate().publicKey.toBase58(), allocations: { creator: 100 }, webhookUrl, webhookSecret: 'whsec_bench_0123456789abcdef' };
+}
+
+/** Posts `count` launches `PARALLEL` at a time. */
+async function postLaunches(pool: Pool, key: string, webhookUrl: string, count: number): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: PARALLEL }, async () => {
+      while (next < count) {
+        next += 1;
+        const res = await pool.request({ path: '/api/launches', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(launchBody(webhookUrl)) });
+        await res.body.dump();
+        if (res.statusCode !== 202) throw new Error(`burst bench: create answered ${res.statusCode}`);
+      }
+    }),
+  );
+}
+
+/** Waits until every launch is complete and every delivery delivered. */
+async function drained(db: Db): Promise<void> {
+  for (;;) {
+    const open = await db.selectFrom('launches').select('id').where('status', '!=', 'complete').limit(1).execute();
+    const pending = await db.selectFrom('deliveries').select('id').where('status', '=', 'pending').limit(1).execute();
+    if (open.length === 0 && pending.length === 0) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /**
@@ -50,36 +88,41 @@ export async function benchBurst(count = 2000): Promise<{ results: BenchResult[]
   await migrateToLatest(opened.db);
   const key = (await createApiKey(opened.db, { owner: 'bench', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
   const receiver = await spawnBenchChild<{ url: string }>('receiverChild.ts');
-  const service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], { BENCH_DIR: dir, BENCH_SECRET_KEY: secretKey.toString('base64') });
-  const origin = `http://127.0.0.1:${service.first.port}`;
-  const pool = new Pool(origin, { connections: PARALLEL });
+  const serviceEnv = { BENCH_DIR: dir, BENCH_SECRET_KEY: secretKey.toString('base64') };
+  let service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], serviceEnv);
+  let origin = `http://127.0.0.1:${service.first.port}`;
+  let pool = new Pool(origin, { connections: PARALLEL });
   try {
-    const idleStop = probeHealth(origin);
+    const idleProbe = probeHealth(origin);
     await new Promise((r) => setTimeout(r, 2000));
-    const idle = idleStop();
+    const idle = idleProbe.stop();
 
-    const stop = probeHealth(origin);
+    // 1. The burst: launches/s until everything is complete and delivered, health meanwhile.
+    const probe = probeHealth(origin);
     const started = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: PARALLEL }, async () => {
-        while (next < count) {
-          next += 1;
-          const body = { name: 'Burst Token', ticker: 'BRST', totalSupply: '1000000000', decimals: 6, uri: 'https://example.com/b.json', tokenStandard: 'token-2022', creator: Keypair.generate().publicKey.toBase58(), allocations: { creator: 100 }, webhookUrl: receiver.first.url, webhookSecret: 'whsec_bench_0123456789abcdef' };
-          const res = await pool.request({ path: '/api/launches', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-          await res.body.dump();
-          if (res.statusCode !== 202) throw new Error(`burst bench: create answered ${res.statusCode}`);
-        }
-      }),
-    );
-    for (;;) {
-      const open = await opened.db.selectFrom('launches').select('id').where('status', '!=', 'complete').limit(1).execute();
-      const pending = await opened.db.selectFrom('deliveries').select('id').where('status', '=', 'pending').limit(1).execute();
-      if (open.length === 0 && pending.length === 0) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await postLaunches(pool, key, receiver.first.url, count);
+    await drained(opened.db);
     const seconds = (performance.now() - started) / 1000;
-    const during = stop();
+    const during = probe.stop();
+
+    // 2. A backlog and a SIGKILL: half as many launches accepted, the service killed at once, restarted
+    //    on the same data (its clock past the dead process's leases); health from the port opening on.
+    const backlog = Math.round(count / 2);
+    await postLaunches(pool, key, receiver.first.url, backlog);
+    await pool.close();
+    service.child.kill('SIGKILL');
+    await service.exited;
+    const spawnedAt = performance.now();
+    service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], { ...serviceEnv, BENCH_CLOCK_OFFSET_MS: String(10 * 60_000) });
+    const portOpenAt = performance.now();
+    origin = `http://127.0.0.1:${service.first.port}`;
+    pool = new Pool(origin, { connections: PARALLEL });
+    const restartProbe = probeHealth(origin);
+    const firstAnswer = (await restartProbe.first) - portOpenAt;
+    await drained(opened.db);
+    const drainSeconds = (performance.now() - portOpenAt) / 1000;
+    const draining = restartProbe.stop();
+
     const breakers = await opened.db.selectFrom('endpoint_breakers').select(['state', 'failures', 'opened_at']).execute();
     const openings = breakers.filter((b) => b.state !== 'closed' || b.opened_at !== null).length;
     const failed = await opened.db.selectFrom('delivery_attempts').select('id').where('outcome', '=', 'failure').execute();
@@ -90,11 +133,16 @@ export async function benchBurst(count = 2000): Promise<{ results: BenchResult[]
         result('burst-health-p99', percentile(during, 99), 'ms', percentile(idle, 99)),
         result('burst-breaker-openings', openings, 'breakers', 0),
         result('burst-failed-attempts', failed.length, 'attempts', 0),
+        result('burst-restart-startup', portOpenAt - spawnedAt, 'ms', 0),
+        result('burst-restart-first-health', firstAnswer, 'ms', 0),
+        result('burst-restart-health-p99', percentile(draining, 99), 'ms', percentile(idle, 99)),
       ],
-      note: `${count} token-2022 launches, ${PARALLEL} posting in parallel, ${Math.round(seconds)} s to complete and deliver all; health probed every 100 ms from the bench process (${during.length} probes)`,
+      note:
+        `${count} token-2022 launches, ${PARALLEL} posting in parallel, ${Math.round(seconds)} s to complete and deliver all; health probed every 100 ms from the bench process (${during.length} probes); ` +
+        `then ${backlog} more accepted, SIGKILL, restart: ${Math.round(drainSeconds)} s from the port opening to the backlog drained (${draining.length} probes)`,
     };
   } finally {
-    await pool.close();
+    await pool.close().catch(() => undefined);
     await service.stop();
     receiver.child.stdin?.write('dump\n');
     await receiver.exited;
