@@ -33,7 +33,10 @@ const goals: Record<string, Goal> = {
   pipeline: { text: 'ratio ≥ 0.8', met: (r) => r.ratio >= 0.8 },
   'dashboard-page-p95-worst': { text: '< 100 ms', met: (r) => r.value < 100 },
   'watch-idle-reads-per-minute': { text: 'ratio ≤ 0.05', met: (r) => r.ratio <= 0.05 },
-  'watch-event-latency-p99': { text: '≤ 2000 ms', met: (r) => r.value <= 2000 },
+  // One watcher turn (WATCH_POLL_INTERVAL, 2 s) plus the delivery, with the chain's wake-ups.
+  'watch-event-latency-p99': { text: '≤ 3000 ms', met: (r) => r.value <= 3000 },
+  'watch-event-latency-p50': { text: '(reported)', met: () => true },
+  'watch-reads-per-event': { text: '(reported)', met: () => true },
 };
 
 function rows(results: BenchResult[], note: string): BenchRow[] {
