@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config/config.js';
-import { openDatabase, migrateToLatest } from '../src/db/database.js';
+import { openConfiguredDatabase, migrateToLatest } from '../src/db/database.js';
 import { createApiKey, listApiKeys, revokeApiKey, unknownScopes } from '../src/auth/apiKeys.js';
 import type { Scope } from '../src/auth/scopes.js';
 
@@ -17,7 +17,7 @@ async function main(): Promise<number> {
   });
   const [command, arg] = positionals;
   const config = loadConfig();
-  const { db, close } = openDatabase(config.databasePath);
+  const { db, close } = openConfiguredDatabase(config);
   try {
     await migrateToLatest(db);
     if (command === 'create') {

@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import { parseDuration } from '../src/config/duration.js';
+import { createService } from '../src/app/service.js';
+import { systemClock } from '../src/lib/clock.js';
+import { silentLogger } from '../src/lib/logger.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'launch-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -81,5 +84,27 @@ describe('configuration', () => {
     expect(loadConfig({ DATA_DIR: dir, RUNNER_LEASE_MS: '90000' }).runner.leaseMs).toBe(90_000);
     expect(refusal({ RUNNER_LEASE_MS: '500ms' }).variable).toBe('RUNNER_LEASE_MS');
     expect(refusal({ RUNNER_LEASE_MS: 'long' }).variable).toBe('RUNNER_LEASE_MS');
+  });
+
+  it('runs on PostgreSQL when DATABASE_URL is a postgres:// URL (DATABASE_POOL_SIZE connections, 10 by default); a path stays SQLite', () => {
+    expect(loadConfig({ DATA_DIR: dir }).postgres).toBeUndefined();
+    expect(loadConfig({ DATA_DIR: dir }).databasePath).toBe(join(dir, 'launch-service.sqlite'));
+    expect(loadConfig({ DATA_DIR: dir, DATABASE_URL: join(dir, 'other.sqlite') }).postgres).toBeUndefined();
+    expect(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://svc@db.internal:5432/launches' }).postgres).toEqual({ url: 'postgres://svc@db.internal:5432/launches', poolSize: 10 });
+    expect(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgresql://svc@db/launches', DATABASE_POOL_SIZE: '4' }).postgres?.poolSize).toBe(4);
+    expect(refusal({ DATABASE_URL: 'postgres://svc@db/launches', DATABASE_POOL_SIZE: '0' }).variable).toBe('DATABASE_POOL_SIZE');
+  });
+
+  it('refuses the in-process embedded chain on PostgreSQL with one line saying how to run a shared chain', async () => {
+    const config = loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://svc@127.0.0.1:1/never-opened' });
+    const refused = await createService(config, { logger: silentLogger(), clock: systemClock }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect((refused as ConfigError).variable).toBe('DATABASE_URL');
+    expect((refused as ConfigError).message).toContain('npm run chain');
+    expect((refused as ConfigError).message).toContain('SOLANA_RPC_URL=http://127.0.0.1:8899');
+    expect((refused as ConfigError).message).not.toContain('\n');
   });
 });

@@ -5,10 +5,10 @@ import { ensureDevelopmentKey } from '../auth/devKey.js';
 import type { CreatedKey } from '../auth/apiKeys.js';
 import { ChainReadCache } from '../cache/chainReadCache.js';
 import type { ChainBackend } from '../chain/backend.js';
-import type { Config } from '../config/config.js';
 import { createSecretBox } from '../crypto/secretBox.js';
 import { acquireWriterLock } from '../db/writerLock.js';
-import { migrateToLatest, openDatabase, type Db } from '../db/database.js';
+import { migrateToLatest, openConfiguredDatabase, openDatabase, type Db } from '../db/database.js';
+import { ConfigError, type Config } from '../config/config.js';
 import { cachedHealth } from '../health/cachedHealth.js';
 import { checkHealth, type BreakerSource } from '../health/healthService.js';
 import { createApp } from '../http/app.js';
@@ -53,14 +53,32 @@ export interface Service {
 }
 
 /** Builds every component from the config and wires them (the composition root's body). */
-export async function createService(config: Config, deps: { logger: Logger; clock: Clock }): Promise<Service> {
+export async function createService(
+  config: Config,
+  deps: {
+    logger: Logger;
+    clock: Clock;
+    /**
+     * With PostgreSQL, a SQLite file for an in-process embedded chain's state (tests build a service
+     * this way). Without it the embedded chain is refused on PostgreSQL: it lives in one process.
+     */
+    embeddedChainFile?: string;
+  },
+): Promise<Service> {
   const { logger, clock } = deps;
   const startedAt = clock.now();
-  // One process per data directory: refused here, before the database or the chain is touched.
-  const writerLock = acquireWriterLock(config.databasePath);
+  if (config.postgres && config.chain.mode === 'embedded' && deps.embeddedChainFile === undefined) {
+    throw new ConfigError(
+      'DATABASE_URL',
+      'is PostgreSQL, which several instances share, but the embedded chain runs inside one process: run a shared chain (`npm run chain`, then SOLANA_RPC_URL=http://127.0.0.1:8899 and SOLANA_PAYER_KEYPAIR) or point SOLANA_RPC_URL at a real cluster',
+    );
+  }
+  // One process per SQLite data directory: refused here, before the database or the chain is touched.
+  // PostgreSQL is shared by design (SPEC §12).
+  const writerLock = config.postgres ? { release: () => undefined } : acquireWriterLock(config.databasePath);
   const database = (() => {
     try {
-      return openDatabase(config.databasePath);
+      return openConfiguredDatabase(config);
     } catch (error) {
       writerLock.release();
       throw error;
@@ -73,7 +91,14 @@ export async function createService(config: Config, deps: { logger: Logger; cloc
     const hashKey = requestHashKey(config.secretKey);
     await upgradeLegacyRequestHashes(db, hashKey);
     const secretBox = createSecretBox(config.secretKey);
-    const chain = await createChainBackend(config, { db, clock, logger });
+    let chainDb = db;
+    if (config.postgres && config.chain.mode === 'embedded' && deps.embeddedChainFile !== undefined) {
+      const chainStore = openDatabase(deps.embeddedChainFile);
+      closers.push(() => chainStore.close());
+      await migrateToLatest(chainStore.db);
+      chainDb = chainStore.db;
+    }
+    const chain = await createChainBackend(config, { db: chainDb, clock, logger });
     closers.push(() => chain.close());
     const cache = new ChainReadCache(chain, clock, logger.child({ component: 'cache' }));
 

@@ -14,7 +14,10 @@ export interface Config {
   logLevel: string;
   logPretty: boolean;
   dataDir: string;
+  /** The SQLite file (the default store); unused when `postgres` is set. */
   databasePath: string;
+  /** DATABASE_URL=postgres://…: the PostgreSQL server the service runs on instead of SQLite (SPEC §12). */
+  postgres: { url: string; poolSize: number } | undefined;
   secretKey: Buffer;
   chain: {
     mode: ChainMode;
@@ -157,10 +160,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const databaseUrl = env.DATABASE_URL;
   let databasePath = join(dataDir, 'launch-service.sqlite');
-  if (databaseUrl !== undefined && databaseUrl !== '') {
-    if (/^(postgres|postgresql):/i.test(databaseUrl)) {
-      throw new ConfigError('DATABASE_URL', 'postgres URLs are not supported yet; use a SQLite file path or sqlite:<path>');
-    }
+  let postgres: Config['postgres'];
+  if (databaseUrl !== undefined && /^(postgres|postgresql):\/\//i.test(databaseUrl)) {
+    postgres = { url: databaseUrl, poolSize: intVar(env, 'DATABASE_POOL_SIZE', 10, 1, 1000) };
+  } else if (databaseUrl !== undefined && databaseUrl !== '') {
     databasePath = databaseUrl === ':memory:' ? ':memory:' : resolve(databaseUrl.replace(/^(sqlite|file):(\/\/)?/i, ''));
   }
 
@@ -215,6 +218,7 @@ export function loadConfig(env: Env = process.env): Config {
     logPretty: env.LOG_FORMAT === 'pretty' || (env.LOG_FORMAT !== 'json' && !production && process.stdout.isTTY === true),
     dataDir,
     databasePath,
+    postgres,
     secretKey,
     chain: {
       mode: rpcUrl ? 'rpc' : 'embedded',

@@ -41,11 +41,8 @@ export async function loadLaunch(db: Db, id: string): Promise<LaunchDetail | und
     .orderBy('e.sequence')
     .orderBy('d.created_at')
     .execute();
-  const hasWatches = await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = 'watches'`.execute(db);
-  const watches =
-    Number(hasWatches.rows[0]?.n) > 0
-      ? (await sql<WatchRow>`select kind, address, state, last_activity_at, next_check_at, ends_at, ended_reason from watches where launch_id = ${id} order by created_at`.execute(db)).rows
-      : null;
+  // The watches table exists on every migrated database (migration 008).
+  const watches = (await sql<WatchRow>`select kind, address, state, last_activity_at, next_check_at, ends_at, ended_reason from watches where launch_id = ${id} order by created_at`.execute(db)).rows;
   return { launch, steps, events, deliveries, attempts: await attemptsByDelivery(db, deliveries.map((d) => d.id)), watches };
 }
 

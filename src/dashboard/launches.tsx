@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { FC } from 'hono/jsx';
 import type { Db } from '../db/database.js';
+import { jsonText } from '../db/dialect.js';
 import type { LaunchStatus } from '../db/schema.js';
 import { Badge, FilterSelect, Pager, time } from './layout.js';
 import type { DashboardUser } from './session.js';
@@ -28,7 +29,7 @@ export interface LaunchListRow {
 export async function listLaunchesPage(db: Db, user: DashboardUser, filter: LaunchFilter): Promise<LaunchListRow[]> {
   let q = db
     .selectFrom('launches')
-    .select(['id', 'owner', 'status', 'created_at', 'completed_at', sql<string | null>`json_extract(request, '$.name')`.as('name'), sql<string | null>`json_extract(request, '$.ticker')`.as('ticker')])
+    .select(['id', 'owner', 'status', 'created_at', 'completed_at', jsonText(db, sql`request`, ['name']).as('name'), jsonText(db, sql`request`, ['ticker']).as('ticker')])
     .orderBy('created_at', 'desc')
     .limit(PAGE)
     .offset(filter.offset);

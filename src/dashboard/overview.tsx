@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { FC } from 'hono/jsx';
 import type { Db } from '../db/database.js';
+import { orderedJoin, withoutIndex } from '../db/dialect.js';
 import type { HealthReport } from '../health/healthService.js';
 import { LineChart } from './charts.js';
 import { Badge, duration } from './layout.js';
@@ -33,7 +34,7 @@ export async function loadOverview(db: Db, user: DashboardUser, now: number): Pr
   // Each count stops at COUNT_CAP rows of its index, so the page costs the same at any volume.
   const launches: Record<string, number> = {};
   for (const status of LAUNCH_STATUSES) {
-    const { rows } = await sql<{ n: number }>`select count(*) as n from (select 1 from launches where status = ${status} ${owner ? sql`and owner = ${owner}` : sql``} limit ${COUNT_CAP + 1})`.execute(db);
+    const { rows } = await sql<{ n: number }>`select count(*) as n from (select 1 from launches where status = ${status} ${owner ? sql`and owner = ${owner}` : sql``} limit ${COUNT_CAP + 1}) as counted`.execute(db);
     launches[status] = Number(rows[0]?.n ?? 0);
   }
   const deliveries: Record<string, number> = {};
@@ -41,15 +42,15 @@ export async function loadOverview(db: Db, user: DashboardUser, now: number): Pr
     // For an owner, walk its launches first (CROSS JOIN keeps that order in SQLite), then their deliveries
     // by launch (`+` keeps SQLite off the status index, which would scan every owner's deliveries).
     const { rows } = owner
-      ? await sql<{ n: number }>`select count(*) as n from (select 1 from launches l cross join deliveries d on d.launch_id = l.id
-          where l.owner = ${owner} and +d.status = ${status} limit ${COUNT_CAP + 1})`.execute(db)
-      : await sql<{ n: number }>`select count(*) as n from (select 1 from deliveries where status = ${status} limit ${COUNT_CAP + 1})`.execute(db);
+      ? await sql<{ n: number }>`select count(*) as n from (select 1 from launches l ${orderedJoin(db)} deliveries d on d.launch_id = l.id
+          where l.owner = ${owner} and ${withoutIndex(db, 'd.status')} = ${status} limit ${COUNT_CAP + 1}) as counted`.execute(db)
+      : await sql<{ n: number }>`select count(*) as n from (select 1 from deliveries where status = ${status} limit ${COUNT_CAP + 1}) as counted`.execute(db);
     deliveries[status] = Number(rows[0]?.n ?? 0);
   }
   // The last hour's attempts come off the started_at index first (CROSS JOIN), then the owner filter.
   const attempts = await sql<{ minute: number; outcome: string; duration_ms: number }>`
     select (a.started_at - ${since}) / 60000 as minute, a.outcome, a.duration_ms from delivery_attempts a
-    ${owner ? sql`cross join deliveries d on d.id = a.delivery_id cross join launches l on l.id = d.launch_id and l.owner = ${owner}` : sql``}
+    ${owner ? sql`${orderedJoin(db)} deliveries d on d.id = a.delivery_id ${orderedJoin(db)} launches l on l.id = d.launch_id and l.owner = ${owner}` : sql``}
     where a.started_at >= ${since} order by a.started_at limit 50000`.execute(db);
   let created = db.selectFrom('launches').select(sql<number>`(created_at - ${since}) / 60000`.as('minute')).where('created_at', '>=', since);
   if (owner) created = created.where('owner', '=', owner);

@@ -1,5 +1,6 @@
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import pg from 'pg';
 import { startBackgroundCheckpointer, type BackgroundCheckpointer } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -13,6 +14,43 @@ export interface OpenedDatabase {
   db: Db;
   sqlite: SqliteDatabase.Database;
   close(): Promise<void>;
+}
+
+/** The store the config names: PostgreSQL when DATABASE_URL is a postgres:// URL, else the SQLite file. */
+export function openConfiguredDatabase(config: { databasePath: string; postgres: { url: string; poolSize: number } | undefined }): { db: Db; close(): Promise<void> } {
+  return config.postgres ? openPostgres(config.postgres.url, { poolSize: config.postgres.poolSize }) : openDatabase(config.databasePath);
+}
+
+// Rows look the same on both stores: bigint (int8: times in ms, count(*)) and numeric (sum, avg)
+// come back as JS numbers, as SQLite returns them, instead of pg's default strings. Every value the
+// service keeps in these types is far below 2^53; u64 amounts are stored as text on both.
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID || oid === NUMERIC_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+/**
+ * Opens a pool of `poolSize` connections to a PostgreSQL server (`postgres://user:pass@host:port/db`).
+ * Does not migrate. The SQLite-only parts (pragmas, the background checkpointer, the writer lock)
+ * do not apply; dialect differences in queries are in `dialect.ts`.
+ */
+export function openPostgres(url: string, options: { poolSize?: number } = {}): { db: Db; pool: pg.Pool; close(): Promise<void> } {
+  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
+  // An idle connection the server dropped: the pool discards it and the next query opens another.
+  pool.on('error', () => undefined);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  let closed = false;
+  return {
+    db,
+    pool,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy();
+    },
+  };
 }
 
 /**

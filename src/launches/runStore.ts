@@ -1,5 +1,6 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { Db, DbOrTx } from '../db/database.js';
+import { isPostgres, leaseDeadline, leaseNow } from '../db/dialect.js';
 import type { Database, LaunchRow } from '../db/schema.js';
 
 /**
@@ -30,7 +31,10 @@ export class LeaseLostError extends Error {
 /**
  * Claims the oldest runnable launch with a lease in one statement: queued or processing, due, not
  * leased (or its lease expired, i.e. its runner died or stalled), and not one this process already
- * runs (`running`). The claim bumps the fencing token. `now` comes from the lease clock.
+ * runs (`running`). The claim bumps the fencing token. `now` comes from the lease clock; on
+ * PostgreSQL lease deadlines use the database clock instead (`leaseNow`) and the candidate is
+ * locked with `FOR UPDATE SKIP LOCKED`, so concurrent claimers in several processes never take the
+ * same launch and never wait on each other.
  */
 export async function claimLaunch(db: DbOrTx, args: { owner: string; now: number; leaseMs: number; running?: readonly string[] }): Promise<LaunchRow | undefined> {
   const running = args.running ?? [];
@@ -38,7 +42,7 @@ export async function claimLaunch(db: DbOrTx, args: { owner: string; now: number
     .updateTable('launches')
     .set((eb) => ({
       lease_owner: args.owner,
-      lease_expires_at: args.now + args.leaseMs,
+      lease_expires_at: leaseDeadline(db, args.now, args.leaseMs),
       lease_token: eb('lease_token', '+', 1),
       run_count: eb('run_count', '+', 1),
     }))
@@ -48,11 +52,12 @@ export async function claimLaunch(db: DbOrTx, args: { owner: string; now: number
         .select('id')
         .where('status', 'in', ['queued', 'processing'])
         .where('run_after', '<=', args.now)
-        .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', args.now)]))
+        .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', leaseNow(db, args.now))]))
         .$if(running.length > 0, (q) => q.where('id', 'not in', running))
         .orderBy('run_after', 'asc')
         .orderBy('created_at', 'asc')
-        .limit(1),
+        .limit(1)
+        .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()),
     )
     .returningAll()
     .executeTakeFirst();
@@ -87,9 +92,9 @@ function orThrow(lease: LaunchLease, held: boolean): void {
   if (!held) throw new LeaseLostError(lease.launchId);
 }
 
-/** Extends a lease this runner holds; false when it lost the lease. */
-export async function extendLease(db: DbOrTx, lease: LaunchLease, until: number): Promise<boolean> {
-  return changed(await db.updateTable('launches').set({ lease_expires_at: until }).where(holds(lease)).executeTakeFirst());
+/** Extends a lease this runner holds to `leaseMs` from now (the lease clock); false when it lost the lease. */
+export async function extendLease(db: DbOrTx, lease: LaunchLease, args: { now: number; leaseMs: number }): Promise<boolean> {
+  return changed(await db.updateTable('launches').set({ lease_expires_at: leaseDeadline(db, args.now, args.leaseMs) }).where(holds(lease)).executeTakeFirst());
 }
 
 /** Gives a launch back: no lease, next run not before `runAfter`. False when the lease was lost already. */
@@ -142,7 +147,8 @@ export async function savePendingTx(
       .set({ pending_tx: JSON.stringify(args.pending) })
       .where(stepUnderLease(lease, args.step))
       .executeTakeFirst();
-  if (args.durability === 'ordered') {
+  // PostgreSQL commits durably by default (synchronous_commit = on): an ordinary write.
+  if (args.durability === 'ordered' || isPostgres(db)) {
     orThrow(lease, changed(await write(db)));
     return;
   }

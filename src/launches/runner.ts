@@ -109,7 +109,7 @@ export class LaunchRunner {
     this.running.add(launch.id);
     let leaseLost = false;
     const heartbeat = setInterval(() => {
-      extendLease(db, lease, this.leaseClock.now() + this.leaseMs)
+      extendLease(db, lease, { now: this.leaseClock.now(), leaseMs: this.leaseMs })
         .then((held) => (leaseLost ||= !held))
         .catch((error: unknown) => logger.warn({ err: error }, 'lease heartbeat failed'));
     }, Math.max(1000, Math.floor(this.leaseMs / 3)));

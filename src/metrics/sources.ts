@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { jsonText } from '../db/dialect.js';
 
 // The webhook and launch counters are read from the append-only tables (attempts, outbox events)
 // rather than counted in the dispatcher and runner: the numbers survive restarts, cannot drift from
@@ -17,7 +18,7 @@ export interface AttemptFact {
 export async function readAttemptsAfter(db: Db, afterRowid: number, limit: number): Promise<AttemptFact[]> {
   const { rows } = await sql<AttemptFact>`
     select a.rowid as rowid, a.outcome as outcome,
-      case when a.outcome = 'success' then a.started_at + a.duration_ms - d.created_at end as deliveredAfterMs
+      case when a.outcome = 'success' then a.started_at + a.duration_ms - d.created_at end as "deliveredAfterMs"
     from delivery_attempts a join deliveries d on d.id = a.delivery_id
     where a.rowid > ${afterRowid} order by a.rowid limit ${limit}`.execute(db);
   return rows;
@@ -34,10 +35,10 @@ export interface EventFact {
 /** Outbox events recorded after `afterRowid`, oldest first, with the duration of a completed step. */
 export async function readEventsAfter(db: Db, afterRowid: number, limit: number): Promise<EventFact[]> {
   const { rows } = await sql<EventFact>`
-    select e.rowid as rowid, e.event as event, s.name as step, s.completed_at - s.started_at as stepMs
+    select e.rowid as rowid, e.event as event, s.name as step, s.completed_at - s.started_at as "stepMs"
     from outbox_events e
     left join launch_steps s on e.event = 'launch.step_complete' and s.launch_id = e.launch_id
-      and s.name = json_extract(e.body, '$.data.step')
+      and s.name = ${jsonText(db, sql`e.body`, ['data', 'step'])}
     where e.rowid > ${afterRowid} order by e.rowid limit ${limit}`.execute(db);
   return rows;
 }

@@ -1,4 +1,5 @@
 import type { Db, DbOrTx } from '../db/database.js';
+import { isPostgres, leaseDeadline, leaseNow } from '../db/dialect.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { parseJson } from '../lib/json.js';
@@ -78,7 +79,8 @@ export async function insertWatches(trx: DbOrTx, args: { launchId: string; watch
 
 /**
  * Claims up to `limit` due watches with a lease; each claim bumps the watch's fencing token, so a
- * commit by an instance whose lease expired (and was claimed again) is refused.
+ * commit by an instance whose lease expired (and was claimed again) is refused. On PostgreSQL the
+ * candidates are locked with `FOR UPDATE SKIP LOCKED` and lease deadlines use the database clock.
  */
 export async function claimDueWatches(db: Db, args: { owner: string; now: number; leaseMs: number; limit: number }): Promise<WatchRow[]> {
   return db.transaction().execute(async (trx) => {
@@ -87,14 +89,16 @@ export async function claimDueWatches(db: Db, args: { owner: string; now: number
       .select('id')
       .where('state', '=', 'active')
       .where('next_check_at', '<=', args.now)
-      .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', args.now)]))
+      .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', leaseNow(trx, args.now))]))
       .orderBy('next_check_at')
       .limit(args.limit)
+      // PostgreSQL: another instance's claim in progress is skipped, not waited for (SPEC §12).
+      .$if(isPostgres(trx), (q) => q.forUpdate().skipLocked())
       .execute();
     if (due.length === 0) return [];
     return tables(trx)
       .updateTable('watches')
-      .set((eb) => ({ lease_owner: args.owner, lease_expires_at: args.now + args.leaseMs, fence: eb('fence', '+', 1) }))
+      .set((eb) => ({ lease_owner: args.owner, lease_expires_at: leaseDeadline(trx, args.now, args.leaseMs), fence: eb('fence', '+', 1) }))
       .where('id', 'in', due.map((d) => d.id))
       .returningAll()
       .execute();

@@ -3,6 +3,7 @@ import { createChainStepRunner } from '../../src/launches/chainStepRunner.js';
 import { LaunchRunner } from '../../src/launches/runner.js';
 import type { StepRunner } from '../../src/launches/stepPort.js';
 import { manualClock } from '../../src/lib/clock.js';
+import { onPostgres } from '../support/database.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { stepExecutorsFor } from '../../src/app/serviceChain.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
@@ -45,7 +46,15 @@ async function setup() {
     }));
   const launch = () => service.db.selectFrom('launches').selectAll().where('id', '=', launchId).executeTakeFirstOrThrow();
   const steps = () => service.db.selectFrom('launch_steps').select(['name', 'status']).where('launch_id', '=', launchId).orderBy('position').execute();
-  return { clock, service, launchId, runs, runner, events, launch, steps, onNextStep: (f: (step: string) => Promise<void>) => (intercept = f) };
+  /**
+   * Time passes beyond the lease. On PostgreSQL leases run on the database clock (SPEC §12), which a
+   * test cannot jump, so the lease's deadline is moved into the past instead.
+   */
+  const pastLease = async () => {
+    clock.advance(2 * LEASE_MS);
+    if (onPostgres) await service.db.updateTable('launches').set({ lease_expires_at: 0 }).where('id', '=', launchId).where('lease_owner', 'is not', null).execute();
+  };
+  return { clock, pastLease, service, launchId, runs, runner, events, launch, steps, onNextStep: (f: (step: string) => Promise<void>) => (intercept = f) };
 }
 
 describe('fenced launch leases', () => {
@@ -55,7 +64,7 @@ describe('fenced launch leases', () => {
     let reclaimed = -1;
     s.onNextStep(async () => {
       // Mid create_mint the clock jumps past the lease: the launch now looks abandoned.
-      s.clock.advance(2 * LEASE_MS);
+      await s.pastLease();
       reclaimed = await runner.drain();
     });
     expect(await runner.drain()).toBe(1);
@@ -73,7 +82,7 @@ describe('fenced launch leases', () => {
     let successorRan = -1;
     s.onNextStep(async () => {
       // The first runner stalls longer than its lease inside create_mint; another runner takes over.
-      s.clock.advance(2 * LEASE_MS);
+      await s.pastLease();
       successorRan = await successor.drain();
     });
     expect(await stalled.drain()).toBe(1);

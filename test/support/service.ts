@@ -4,7 +4,9 @@ import type { Scope } from '../../src/auth/scopes.js';
 import { systemClock, type Clock } from '../../src/lib/clock.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { createService, type Service } from '../../src/app/service.js';
+import { join } from 'node:path';
 import { testConfig } from './config.js';
+import { createPostgresDatabase, onPostgres } from './database.js';
 
 export interface TestService {
   service: Service;
@@ -16,10 +18,23 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-/** The whole service (real SQLite file, embedded chain) without a port: requests go through app.request(). */
+/**
+ * The whole service (real SQLite file, embedded chain) without a port: requests go through
+ * app.request(). With TEST_DATABASE_URL the service runs on a fresh PostgreSQL database of its own,
+ * and the embedded chain keeps its state in a SQLite file beside it.
+ */
 export async function startTestService(options: { env?: Record<string, string>; clock?: Clock; logger?: Logger } = {}): Promise<TestService> {
-  const { config, dir, cleanup } = testConfig(options.env);
-  const service = await createService(config, { logger: options.logger ?? silentLogger(), clock: options.clock ?? systemClock });
+  const pgDatabase = onPostgres && options.env?.DATABASE_URL === undefined ? await createPostgresDatabase() : undefined;
+  const { config, dir, cleanup } = testConfig({ ...(pgDatabase ? { DATABASE_URL: pgDatabase.url } : {}), ...options.env });
+  const service = await createService(config, {
+    logger: options.logger ?? silentLogger(),
+    clock: options.clock ?? systemClock,
+    embeddedChainFile: config.postgres ? join(dir, 'chain.sqlite') : undefined,
+  }).catch(async (error: unknown) => {
+    cleanup();
+    await pgDatabase?.drop();
+    throw error;
+  });
   return {
     service,
     config,
@@ -38,6 +53,7 @@ export async function startTestService(options: { env?: Record<string, string>; 
     async close() {
       await service.stop();
       cleanup();
+      await pgDatabase?.drop();
     },
   };
 }

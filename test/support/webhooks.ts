@@ -10,7 +10,8 @@ import { createApiKey } from '../../src/auth/apiKeys.js';
 import type { Config } from '../../src/config/config.js';
 import { testConfig } from './config.js';
 import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
-import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
+import { migrateToLatest, openDatabase, openPostgres, type Db } from '../../src/db/database.js';
+import { createPostgresDatabase, onPostgres } from './database.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { insertLaunch as insertLaunchRow } from '../../src/launches/store.js';
 import { newId } from '../../src/lib/ids.js';
@@ -39,14 +40,33 @@ export function engineConfig(overrides: { webhooks?: Partial<Config['webhooks']>
 
 export interface TestDb {
   db: Db;
+  /** The SQLite file, or on PostgreSQL the database's URL (open either with `openDatabaseAt`). */
   path: string;
   dir: string;
   close(): Promise<void>;
 }
 
-/** A fresh, migrated SQLite file in its own temp directory. */
+/**
+ * A fresh, migrated database: a SQLite file in its own temp directory, or with TEST_DATABASE_URL a
+ * database of its own on that PostgreSQL server (dropped by `close`).
+ */
 export async function createTestDb(): Promise<TestDb> {
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-'));
+  if (onPostgres) {
+    const created = await createPostgresDatabase();
+    const opened = openPostgres(created.url);
+    await migrateToLatest(opened.db);
+    return {
+      db: opened.db,
+      path: created.url,
+      dir,
+      async close() {
+        await opened.close();
+        await created.drop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
   const path = join(dir, 'test.sqlite');
   const opened = openDatabase(path);
   await migrateToLatest(opened.db);

@@ -8,6 +8,7 @@ import { startChainRpcServer, type ChainRpcServer } from '../../src/chain/embedd
 import { manualClock, systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
+import { onPostgres } from '../support/database.js';
 import { commitProgress, insertWatches, listWatches, WatchFencedError, claimDueWatches, type WatchRow } from '../../src/watcher/store.js';
 import { ChainWatcher } from '../../src/watcher/watcher.js';
 import { MINT_SIZE, TOKEN_PROGRAM_ID, createAssociatedTokenAccountInstruction, createInitializeMint2Instruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
@@ -209,6 +210,9 @@ describe('chain watcher on the embedded chain', () => {
     const now = Date.now() + 300_000;
     await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 0, lease_owner: null }).where('launch_id', '=', launchId).execute();
     const [first] = await claimDueWatches(t.db, { owner: 'a', now, leaseMs: 1000, limit: 1 });
+    // The lease expires: on SQLite the lease clock jumps past it; on PostgreSQL leases run on the
+    // database clock (SPEC §12), so the row's deadline is moved into the past instead.
+    if (onPostgres) await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ lease_expires_at: 0 }).where('launch_id', '=', launchId).execute();
     const [second] = await claimDueWatches(t.db, { owner: 'b', now: now + 2000, leaseMs: 1000, limit: 1 });
     expect(first && second && second.fence).toBe(Number(first?.fence) + 1);
     const stale = commitProgress(t.db, systemClock, first as WatchRow, { events: [{ event: 'test.transfer_received', data: {}, signature: 'stale', instructionIndex: 0 }], cursor: 'stale', nextCheckAt: 0, intervalMs: 1, activity: true });

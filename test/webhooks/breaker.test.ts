@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/database.js';
+import { openDatabaseAt } from '../support/database.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { advanceBreaker, breakerFailed, breakerSucceeded, initialBreakerState } from '../../src/webhooks/breakerState.js';
@@ -90,7 +90,7 @@ describe('per-host circuit breaker in the dispatcher', () => {
     for (let i = 0; i < 3; i++) await first.dispatcher.runOnce();
     await first.stop();
 
-    const reopened = openDatabase(tdb.path);
+    const reopened = openDatabaseAt(tdb.path);
     try {
       const second = createWebhookEngine({ db: reopened.db, clock, logger: silentLogger(), config, secretBox: box });
       await second.breakers.load();

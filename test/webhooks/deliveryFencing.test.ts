@@ -5,6 +5,7 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { createBreakerRegistry } from '../../src/webhooks/breakerRegistry.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
 import { settleAttempt } from '../../src/webhooks/settle.js';
+import { refuseInserts } from '../support/database.js';
 import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
@@ -66,7 +67,7 @@ describe('fenced delivery leases and exact attempts', () => {
     receiver.respond = () => ({ status: 500 });
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 1);
     // Every settle fails: the attempt log refuses the insert, so no attempt is ever settled.
-    await sql.raw(`create trigger refuse before insert on delivery_attempts begin select raise(abort, 'disk full'); end`).execute(tdb.db);
+    await refuseInserts(tdb.db, 'delivery_attempts');
     for (let round = 0; round < 10; round++) {
       await engine.dispatcher.runOnce();
       clock.advance(LEASE_MS + 3_600_000);

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { refuseInserts } from '../support/database.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { createSettleBatcher } from '../../src/webhooks/settleBatcher.js';
@@ -32,7 +32,7 @@ describe('settling attempts in shared transactions', () => {
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box }), 3);
     const rows = await claimAll();
     // Make the attempt-log insert of one delivery fail inside the shared transaction.
-    await sql.raw(`create trigger refuse before insert on delivery_attempts when new.delivery_id = '${rows[1]!.id}' begin select raise(abort, 'disk full'); end`).execute(tdb.db);
+    await refuseInserts(tdb.db, 'delivery_attempts', { column: 'delivery_id', value: rows[1]!.id });
     const batcher = createSettleBatcher(tdb.db);
     const results = await Promise.allSettled(rows.map((row) => batcher.settle(input(row))));
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);

@@ -8,6 +8,7 @@ import * as m007 from './007_endpoint_breakers.js';
 import * as m008 from './008_watcher.js';
 import * as m009 from './009_dashboard.js';
 import * as m010 from './010_webhook_endpoints.js';
+import * as m012 from './012_postgres.js';
 import * as m013 from './013_shared_breakers_rate_limits.js';
 
 /** Every migration, by name; names sort in the order they run. */
@@ -21,6 +22,7 @@ export const migrations: Record<string, Migration> = {
   '008_watcher': m008,
   '009_dashboard': m009,
   '010_webhook_endpoints': m010,
+  '012_postgres': m012,
   '013_shared_breakers_rate_limits': m013,
 };
 

@@ -1,0 +1,16 @@
+// `npm test`'s PostgreSQL half (SPEC §12): the database-backed tests again, on the PostgreSQL server
+// TEST_DATABASE_URL names (each test file makes its own databases there and drops them). `.ci/run`
+// starts a throwaway server and sets it; without it this half is skipped, saying so.
+import { spawnSync } from 'node:child_process';
+
+const url = process.env.TEST_DATABASE_URL;
+if (!url) {
+  process.stdout.write('\nPostgreSQL half of the suite skipped: TEST_DATABASE_URL is not set (.ci/run starts a throwaway PostgreSQL server and sets it).\n');
+  process.exit(0);
+}
+// Every test that uses the database through test/support; tests of SQLite-only parts (the
+// checkpointer, the writer lock, the embedded chain's store) and process tests stay in the SQLite half.
+const PATHS = ['test/webhooks', 'test/launches', 'test/deadLetters', 'test/http', 'test/dashboard', 'test/watcher', 'test/metrics', 'test/db/postgres.test.ts'];
+process.stdout.write(`\nPostgreSQL half of the suite: ${PATHS.join(' ')}\n`);
+const run = spawnSync('npx', ['vitest', 'run', ...PATHS], { stdio: 'inherit', env: { ...process.env, TEST_DATABASE_URL: url } });
+process.exit(run.status ?? 1);

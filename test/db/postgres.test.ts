@@ -1,0 +1,101 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPostgres, type Db } from '../../src/db/database.js';
+import { isPostgres } from '../../src/db/dialect.js';
+import { claimLaunch } from '../../src/launches/runStore.js';
+import { insertLaunch } from '../../src/launches/store.js';
+import { newId } from '../../src/lib/ids.js';
+import { claimDueWatches, insertWatches } from '../../src/watcher/store.js';
+import { onPostgres } from '../support/database.js';
+import { createTestDb, type TestDb } from '../support/webhooks.js';
+
+// The PostgreSQL half only (TEST_DATABASE_URL): claims by several processes at once, which SQLite
+// (one writer, one process per data directory) cannot have.
+describe.skipIf(!onPostgres)('PostgreSQL (SPEC §12)', () => {
+  let t: TestDb;
+  /** Separate pools: separate connections, as separate service processes would have. */
+  const pools: Array<{ db: Db; close(): Promise<void> }> = [];
+  beforeAll(async () => {
+    t = await createTestDb();
+    for (let i = 0; i < 4; i++) pools.push(openPostgres(t.path, { poolSize: 4 }));
+  });
+  afterAll(async () => {
+    for (const p of pools) await p.close();
+    await t?.close();
+  });
+
+  it('runs every migration; rows look as on SQLite: times and counts are numbers, metrics have their rowid', async () => {
+    expect(isPostgres(t.db)).toBe(true);
+    const now = Date.now();
+    await insertLaunch(t.db, { id: 'lch_shape', owner: 'acme', request: '{}', webhookUrl: 'http://127.0.0.1:9/h', webhookSecretEnc: 'x', requestId: 'r', steps: ['create_mint'], now });
+    const row = await t.db.selectFrom('launches').selectAll().where('id', '=', 'lch_shape').executeTakeFirstOrThrow();
+    expect(row.created_at).toBe(now);
+    expect(row.lease_token).toBe(0);
+    const count = await t.db.selectFrom('launches').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    expect(count.n).toBe(1);
+    const { rows } = await sql<{ column_name: string }>`select column_name from information_schema.columns where table_name in ('delivery_attempts', 'outbox_events') and column_name = 'rowid'`.execute(t.db);
+    expect(rows).toHaveLength(2);
+  });
+
+  it('two hundred launches claimed by four processes at once: every launch claimed exactly once, nobody waits on a lock', async () => {
+    const now = Date.now();
+    const ids = Array.from({ length: 200 }, () => newId('lch'));
+    for (const id of ids) await insertLaunch(t.db, { id, owner: 'race', request: '{}', webhookUrl: 'http://127.0.0.1:9/h', webhookSecretEnc: 'x', requestId: 'r', steps: [], now });
+    const claimedBy = new Map<string, string[]>();
+    // Each process claims as fast as it can with 4 connections; none of them ever releases.
+    await Promise.all(
+      pools.flatMap((p, i) =>
+        Array.from({ length: 4 }, async () => {
+          for (;;) {
+            const row = await claimLaunch(p.db, { owner: `runner-${i}`, now, leaseMs: 60_000 });
+            if (!row) return;
+            if (row.owner !== 'race') continue;
+            claimedBy.set(row.id, [...(claimedBy.get(row.id) ?? []), `runner-${i}`]);
+          }
+        }),
+      ),
+    );
+    expect(claimedBy.size).toBe(200);
+    expect([...claimedBy.values()].filter((owners) => owners.length > 1)).toEqual([]);
+    const tokens = await t.db.selectFrom('launches').select('lease_token').where('owner', '=', 'race').execute();
+    expect(tokens.every((r) => r.lease_token === 1)).toBe(true);
+    // More than one process got work: the claims ran side by side.
+    expect(new Set([...claimedBy.values()].flat()).size).toBeGreaterThan(1);
+  });
+
+  it('lease deadlines come from the database clock: a process whose clock runs a day ahead cannot take a live lease', async () => {
+    const now = Date.now();
+    const id = newId('lch');
+    await insertLaunch(t.db, { id, owner: 'clock', request: '{}', webhookUrl: 'http://127.0.0.1:9/h', webhookSecretEnc: 'x', requestId: 'r', steps: [], now });
+    // Claimed by a process whose clock runs an hour ahead: the deadline is still the server's now + lease.
+    const first = await claimLaunch(pools[0]!.db, { owner: 'a', now: now + 3600_000, leaseMs: 60_000, running: [] });
+    expect(first?.id).toBe(id);
+    const { rows } = await sql<{ ms: number }>`select (extract(epoch from now()) * 1000)::bigint as ms`.execute(t.db);
+    expect(Math.abs(Number(first?.lease_expires_at) - (rows[0]!.ms + 60_000))).toBeLessThan(5000);
+    const ahead = await claimLaunch(pools[1]!.db, { owner: 'b', now: now + 86_400_000, leaseMs: 60_000 });
+    expect(ahead?.id).not.toBe(id);
+    // Once the deadline has passed on the database's clock, another process takes it over with the next token.
+    await t.db.updateTable('launches').set({ lease_expires_at: rows[0]!.ms - 1 }).where('id', '=', id).execute();
+    const takeover = await claimLaunch(pools[1]!.db, { owner: 'b', now, leaseMs: 60_000 });
+    expect(takeover).toMatchObject({ id, lease_owner: 'b', lease_token: 2 });
+  });
+
+  it('watches claimed by four processes at once: each due watch goes to exactly one of them', async () => {
+    const now = Date.now();
+    const launchId = newId('lch');
+    await insertLaunch(t.db, { id: launchId, owner: 'watch', request: '{}', webhookUrl: 'http://127.0.0.1:9/h', webhookSecretEnc: 'x', requestId: 'r', steps: [], now });
+    await insertWatches(t.db, { launchId, watches: Array.from({ length: 120 }, (_, i) => ({ kind: 'transfers', address: `addr${i}`, context: {} })), now: now - 1000, ttlMs: 3600_000 });
+    const seen: string[] = [];
+    await Promise.all(
+      pools.map(async (p, i) => {
+        for (;;) {
+          const claimed = await claimDueWatches(p.db, { owner: `watcher-${i}`, now, leaseMs: 60_000, limit: 7 });
+          if (claimed.length === 0) return;
+          seen.push(...claimed.map((w) => w.id));
+        }
+      }),
+    );
+    expect(seen).toHaveLength(120);
+    expect(new Set(seen).size).toBe(120);
+  });
+});
