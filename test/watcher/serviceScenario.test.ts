@@ -1,11 +1,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import BN from 'bn.js';
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey, Transaction, TransactionInstruction, type Signer } from '@solana/web3.js';
 import { TOKEN_PROGRAM_ID, createAssociatedTokenAccountIdempotentInstruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
-import { Vote, VoteType, YesNoVote, withCastVote, withCreateProposal, withDepositGoverningTokens, withSignOffProposal } from '@solana/spl-governance';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
+import { castVote, claimVesting, createProposal, depositGoverningTokens } from '../../scripts/holder.js';
 import type { EmbeddedBackend } from '../../src/chain/embedded/backend.js';
 import { startLocalCluster } from '../../src/chain/embedded/localCluster.js';
 import type { ChainRpcServer } from '../../src/chain/embedded/rpcServer.js';
@@ -22,9 +24,7 @@ import { startReceiver, type Receiver } from '../support/webhooks.js';
 
 const METADATA = 'metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s';
 const NEEDED = [METADATA, JUPITER_LOCK_PROGRAM_ID.toBase58(), SPL_GOVERNANCE_PROGRAM_ID.toBase58(), CPMM_MAINNET_PROGRAM_ID.toBase58()];
-const GOV = SPL_GOVERNANCE_PROGRAM_ID;
 const LOCK = JUPITER_LOCK_PROGRAM_ID;
-const MEMO = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
 const SECRET = 'whsec_after_launch_0123456789abcdef';
 /** "Within seconds": from the on-chain action to the signed delivery at the receiver, on a loaded 2-core machine. */
 const BOUND_MS = 10_000;
@@ -145,35 +145,38 @@ describe.skipIf(!haveBinaries(...NEEDED))(`after the launch, through the running
     expect(cliffTime).toBeGreaterThan(0);
     const mint = new PublicKey(results.mint);
 
-    // 2. Governance while the cliff approaches: deposit, propose, vote approve (tips → Succeeded).
-    const realm = new PublicKey(results.dao.realm);
-    const governance = new PublicKey(results.dao.governance);
-    const deposit: TransactionInstruction[] = [];
-    const source = getAssociatedTokenAddressSync(mint, creator.publicKey, false, TOKEN_PROGRAM_ID);
-    const tor = await withDepositGoverningTokens(deposit, GOV, 3, realm, source, mint, creator.publicKey, creator.publicKey, creator.publicKey, new BN(600_000_000_000));
-    await send(deposit, [creator]);
-    const propose = async (name: string, index: number) => {
-      const ixs: TransactionInstruction[] = [];
-      const proposal = await withCreateProposal(ixs, GOV, 3, realm, governance, tor, name, 'https://example.com/p', mint, creator.publicKey, index, VoteType.SINGLE_CHOICE, ['Approve'], true, creator.publicKey);
-      withSignOffProposal(ixs, GOV, 3, realm, governance, proposal, creator.publicKey, undefined, tor);
-      return { proposal: proposal.toBase58(), ...(await send(ixs, [creator])) };
-    };
-    const vote = async (proposal: string, yes: boolean) => {
-      const ixs: TransactionInstruction[] = [];
-      await withCastVote(ixs, GOV, 3, realm, governance, new PublicKey(proposal), tor, tor, creator.publicKey, mint, Vote.fromYesNoVote(yes ? YesNoVote.Yes : YesNoVote.No), creator.publicKey);
-      return send(ixs, [creator]);
-    };
-    const first = await propose('Fund the grants programme', 0);
-    await reported('dao.proposal_created', first.sentAt, (d) => d.data.proposal === first.proposal);
-    const yes = await vote(first.proposal, true);
-    await reported('dao.vote_cast', yes.sentAt, (d) => d.data.signature === yes.signature);
-    await reported('dao.proposal_passed', yes.sentAt, (d) => d.data.proposal === first.proposal);
-    // A second proposal, denied by the same majority (tips → Defeated).
-    const second = await propose('Burn the treasury', 1);
-    await reported('dao.proposal_created', second.sentAt, (d) => d.data.proposal === second.proposal);
-    const no = await vote(second.proposal, false);
-    await reported('dao.vote_cast', no.sentAt, (d) => d.data.signature === no.signature);
-    await reported('dao.proposal_failed', no.sentAt, (d) => d.data.proposal === second.proposal);
+    // 2. Governance while the cliff approaches, with the README's holder script (scripts/holder.ts):
+    // deposit, propose, vote approve (tips → Succeeded) through its functions.
+    const dao = { realm: new PublicKey(results.dao.realm), governance: new PublicKey(results.dao.governance), mint };
+    await depositGoverningTokens(connection, creator, dao.realm, mint, 600_000_000_000n);
+    const proposedAt = Date.now();
+    const first = await createProposal(connection, creator, dao, 'Fund the grants programme');
+    await reported('dao.proposal_created', proposedAt, (d) => d.data.proposal === first.proposal.toBase58() && d.data.signature === first.signature);
+    const votedAt = Date.now();
+    const yes = await castVote(connection, creator, dao, first.proposal, true);
+    await reported('dao.vote_cast', votedAt, (d) => d.data.signature === yes);
+    await reported('dao.proposal_passed', votedAt, (d) => d.data.proposal === first.proposal.toBase58());
+    // A second proposal, denied by the same majority (tips → Defeated), with the script's command
+    // line as the README shows it; delays count from the line it prints once each transaction is confirmed.
+    const keypairFile = join(t.dir, 'creator.json');
+    writeFileSync(keypairFile, JSON.stringify([...creator.secretKey]));
+    const cli = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', '..', 'scripts', 'holder.ts'), 'propose', launch.id, keypairFile, 'Burn the treasury', 'deny'], {
+      env: { ...process.env, SERVICE_URL: base, API_KEY: key, RPC_URL: cluster?.url ?? '', RPC_WS_URL: cluster?.wsUrl ?? '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    cli.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const lines: Array<{ line: string; at: number }> = [];
+    createInterface({ input: cli.stdout }).on('line', (line) => lines.push({ line, at: Date.now() }));
+    const exit = await new Promise<number | null>((resolve) => cli.on('exit', resolve));
+    expect(exit, stderr).toBe(0);
+    const proposed = /^proposal (\w+): (\w+)$/.exec(lines[0]?.line ?? '');
+    const voted = /^voted: (\w+)$/.exec(lines[1]?.line ?? '');
+    if (!proposed || !voted) throw new Error(`unexpected output: ${lines.map((l) => l.line).join(' | ')}`);
+    const [, second, secondSignature] = proposed;
+    await reported('dao.proposal_created', lines[0]?.at ?? 0, (d) => d.data.proposal === second && d.data.signature === secondSignature && d.data.name === 'Burn the treasury');
+    await reported('dao.vote_cast', lines[1]?.at ?? 0, (d) => d.data.signature === voted[1] && d.data.vote === 'deny');
+    await reported('dao.proposal_failed', lines[1]?.at ?? 0, (d) => d.data.proposal === second);
 
     // 3. Vesting: the cliff (a scheduled check), a claim one period after it, a claim after the last.
     await reported('vesting.cliff_reached', Math.max(cliffTime * 1000, complete.at));
@@ -197,25 +200,13 @@ describe.skipIf(!haveBinaries(...NEEDED))(`after the launch, through the running
       ],
       data: claimData('claim', Buffer.alloc(0)),
     });
-    // claim_v2: [escrow, token_mint, escrow_token, recipient, recipient_token, memo_program, token_program, event_authority, program], remaining accounts info None.
-    const claimV2 = new TransactionInstruction({
-      programId: LOCK,
-      keys: [
-        { pubkey: escrow, isSigner: false, isWritable: true },
-        { pubkey: mint, isSigner: false, isWritable: false },
-        { pubkey: new PublicKey(results.vesting.escrowTokenAccount), isSigner: false, isWritable: true },
-        { pubkey: beneficiary.publicKey, isSigner: true, isWritable: true },
-        { pubkey: recipientToken, isSigner: false, isWritable: true },
-        { pubkey: MEMO, isSigner: false, isWritable: false },
-        ...tail,
-      ],
-      data: claimData('claim_v2', Buffer.from([0])),
-    });
     await untilChainTime(cliffTime + PERIOD_S + 1);
     const c1 = await send([createAssociatedTokenAccountIdempotentInstruction(beneficiary.publicKey, recipientToken, beneficiary.publicKey, mint), claimV1], [beneficiary]);
     const firstClaim = await reported('vesting.claimed', c1.sentAt, (d) => d.data.signature === c1.signature);
     await untilChainTime(cliffTime + 2 * PERIOD_S + 1);
-    const c2 = await send([claimV2], [beneficiary]);
+    // The last claim with the holder script's claimVesting (Jupiter Lock claim_v2).
+    const c2 = { sentAt: Date.now(), signature: '' };
+    c2.signature = await claimVesting(connection, beneficiary, escrow, mint);
     const lastClaim = await reported('vesting.claimed', c2.sentAt, (d) => d.data.signature === c2.signature);
     const done = await reported('vesting.complete', c2.sentAt);
 

@@ -1,0 +1,118 @@
+/**
+ * What a token holder does after a launch, with plain web3.js against the local cluster (or any
+ * cluster the launch ran on): the beneficiary claims what its vesting escrow has unlocked, the
+ * creator deposits governing tokens, creates a proposal and votes on it. The service reports each
+ * action to the launch's webhook (`vesting.claimed`, `dao.proposal_created`, `dao.vote_cast`, …).
+ *
+ *   npm run holder -- claim   <launchId> <beneficiary keypair.json>
+ *   npm run holder -- propose <launchId> <creator keypair.json> "<proposal name>" [approve|deny]
+ *
+ * Environment: SERVICE_URL (default http://127.0.0.1:8080), API_KEY (launches:read), RPC_URL
+ * (default http://127.0.0.1:8899), RPC_WS_URL (default: RPC_URL's port + 1, as web3.js does). Keypair files are JSON arrays of 64 bytes, as solana-keygen writes.
+ * The functions are exported for the post-launch test, which runs them against the running service.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import BN from 'bn.js';
+import { Connection, Keypair, PublicKey, Transaction, TransactionInstruction, sendAndConfirmTransaction } from '@solana/web3.js';
+import { createAssociatedTokenAccountIdempotentInstruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
+import { Vote, VoteType, YesNoVote, getTokenOwnerRecordAddress, withCastVote, withCreateProposal, withDepositGoverningTokens, withSignOffProposal } from '@solana/spl-governance';
+
+export const JUPITER_LOCK = new PublicKey('LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn');
+export const SPL_GOVERNANCE = new PublicKey('GovER5Lthms3bLBqWub97yVrMmEogzX7xNjdXpPPCVZw');
+const MEMO = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+const anchorDiscriminator = (name: string) => createHash('sha256').update(`global:${name}`).digest().subarray(0, 8);
+
+/** Claims everything the escrow has unlocked (Jupiter Lock `claim_v2`; SPL Token and Token-2022). */
+export async function claimVesting(connection: Connection, beneficiary: Keypair, escrow: PublicKey, mint: PublicKey): Promise<string> {
+  const tokenProgram = (await connection.getAccountInfo(mint))?.owner;
+  if (!tokenProgram) throw new Error(`mint ${mint.toBase58()} not found`);
+  const recipientToken = getAssociatedTokenAddressSync(mint, beneficiary.publicKey, false, tokenProgram);
+  const claim = new TransactionInstruction({
+    programId: JUPITER_LOCK,
+    keys: [
+      { pubkey: escrow, isSigner: false, isWritable: true },
+      { pubkey: mint, isSigner: false, isWritable: false },
+      { pubkey: getAssociatedTokenAddressSync(mint, escrow, true, tokenProgram), isSigner: false, isWritable: true },
+      { pubkey: beneficiary.publicKey, isSigner: true, isWritable: true },
+      { pubkey: recipientToken, isSigner: false, isWritable: true },
+      { pubkey: MEMO, isSigner: false, isWritable: false },
+      { pubkey: tokenProgram, isSigner: false, isWritable: false },
+      { pubkey: PublicKey.findProgramAddressSync([Buffer.from('__event_authority')], JUPITER_LOCK)[0], isSigner: false, isWritable: false },
+      { pubkey: JUPITER_LOCK, isSigner: false, isWritable: false },
+    ],
+    // max_amount = u64::MAX (all that is unlocked), remaining_accounts_info = None
+    data: Buffer.concat([anchorDiscriminator('claim_v2'), Buffer.from(new BN('18446744073709551615').toArray('le', 8)), Buffer.from([0])]),
+  });
+  const open = createAssociatedTokenAccountIdempotentInstruction(beneficiary.publicKey, recipientToken, beneficiary.publicKey, mint, tokenProgram);
+  return sendAndConfirmTransaction(connection, new Transaction().add(open, claim), [beneficiary]);
+}
+
+/** Deposits `amount` governing tokens into the realm (once; later calls deposit nothing more). */
+export async function depositGoverningTokens(connection: Connection, creator: Keypair, realm: PublicKey, mint: PublicKey, amount: bigint): Promise<string> {
+  const tokenProgram = (await connection.getAccountInfo(mint))?.owner;
+  if (!tokenProgram) throw new Error(`mint ${mint.toBase58()} not found`);
+  const ixs: TransactionInstruction[] = [];
+  const source = getAssociatedTokenAddressSync(mint, creator.publicKey, false, tokenProgram);
+  await withDepositGoverningTokens(ixs, SPL_GOVERNANCE, 3, realm, source, mint, creator.publicKey, creator.publicKey, creator.publicKey, new BN(amount.toString()));
+  return sendAndConfirmTransaction(connection, new Transaction().add(...ixs), [creator]);
+}
+
+/** Creates and signs off a yes/no proposal under `governance`; resolves with its address. */
+export async function createProposal(connection: Connection, creator: Keypair, dao: { realm: PublicKey; governance: PublicKey; mint: PublicKey }, name: string): Promise<{ proposal: PublicKey; signature: string }> {
+  const record = await getTokenOwnerRecordAddress(SPL_GOVERNANCE, dao.realm, dao.mint, creator.publicKey);
+  const ixs: TransactionInstruction[] = [];
+  const proposal = await withCreateProposal(ixs, SPL_GOVERNANCE, 3, dao.realm, dao.governance, record, name, 'https://example.com/proposal', dao.mint, creator.publicKey, undefined /* v3: a random seed, no index */, VoteType.SINGLE_CHOICE, ['Approve'], true, creator.publicKey);
+  withSignOffProposal(ixs, SPL_GOVERNANCE, 3, dao.realm, dao.governance, proposal, creator.publicKey, undefined, record);
+  return { proposal, signature: await sendAndConfirmTransaction(connection, new Transaction().add(...ixs), [creator]) };
+}
+
+/** Votes approve (yes) or deny (no) with the creator's deposited weight. */
+export async function castVote(connection: Connection, creator: Keypair, dao: { realm: PublicKey; governance: PublicKey; mint: PublicKey }, proposal: PublicKey, approve: boolean): Promise<string> {
+  const record = await getTokenOwnerRecordAddress(SPL_GOVERNANCE, dao.realm, dao.mint, creator.publicKey);
+  const ixs: TransactionInstruction[] = [];
+  const vote = Vote.fromYesNoVote(approve ? YesNoVote.Yes : YesNoVote.No);
+  await withCastVote(ixs, SPL_GOVERNANCE, 3, dao.realm, dao.governance, proposal, record, record, creator.publicKey, dao.mint, vote, creator.publicKey);
+  return sendAndConfirmTransaction(connection, new Transaction().add(...ixs), [creator]);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, launchId, keypairFile, name, choice] = argv;
+  if ((command !== 'claim' && command !== 'propose') || !launchId || !keypairFile) {
+    process.stderr.write('usage: npm run holder -- claim <launchId> <keypair.json> | propose <launchId> <keypair.json> "<name>" [approve|deny]\n');
+    process.exit(2);
+  }
+  const service = process.env.SERVICE_URL ?? 'http://127.0.0.1:8080';
+  const res = await fetch(`${service}/api/launches/${launchId}`, { headers: { authorization: `Bearer ${process.env.API_KEY ?? ''}` } });
+  if (!res.ok) throw new Error(`GET /api/launches/${launchId}: ${res.status} ${await res.text()}`);
+  const { launch } = (await res.json()) as { launch: { results: { mint: string; vesting?: { escrow: string }; dao?: { realm: string; governance: string } } | null } };
+  if (!launch.results) throw new Error('the launch is not complete yet');
+  // web3.js confirms over PubSub at the RPC port + 1 unless told otherwise (the local cluster serves both).
+  const connection = new Connection(process.env.RPC_URL ?? 'http://127.0.0.1:8899', { commitment: 'confirmed', wsEndpoint: process.env.RPC_WS_URL || undefined });
+  const signer = Keypair.fromSecretKey(Uint8Array.from(JSON.parse(readFileSync(keypairFile, 'utf8')) as number[]));
+  const mint = new PublicKey(launch.results.mint);
+  if (command === 'claim') {
+    if (!launch.results.vesting) throw new Error('the launch has no vesting');
+    process.stdout.write(`claimed: ${await claimVesting(connection, signer, new PublicKey(launch.results.vesting.escrow), mint)}\n`);
+    return;
+  }
+  if (!launch.results.dao) throw new Error('the launch has no DAO');
+  const dao = { realm: new PublicKey(launch.results.dao.realm), governance: new PublicKey(launch.results.dao.governance), mint };
+  const record = await getTokenOwnerRecordAddress(SPL_GOVERNANCE, dao.realm, mint, signer.publicKey);
+  if (!(await connection.getAccountInfo(record))) {
+    const tokenProgram = (await connection.getAccountInfo(mint))?.owner as PublicKey;
+    const balance = await connection.getTokenAccountBalance(getAssociatedTokenAddressSync(mint, signer.publicKey, false, tokenProgram));
+    process.stdout.write(`deposited: ${await depositGoverningTokens(connection, signer, dao.realm, mint, BigInt(balance.value.amount))}\n`);
+  }
+  const created = await createProposal(connection, signer, dao, name ?? 'A proposal');
+  process.stdout.write(`proposal ${created.proposal.toBase58()}: ${created.signature}\n`);
+  process.stdout.write(`voted: ${await castVote(connection, signer, dao, created.proposal, choice !== 'deny')}\n`);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main(process.argv.slice(2)).catch((error: unknown) => {
+    process.stderr.write(`${(error as Error).message}\n`);
+    process.exit(1);
+  });
+}
