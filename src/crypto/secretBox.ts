@@ -27,3 +27,27 @@ export function createSecretBox(key: Buffer): SecretBox {
     },
   };
 }
+
+/**
+ * The same box, remembering what it opened (up to `max` sealed values, the least recently used
+ * forgotten first): the dispatcher signs every attempt with a launch's or endpoint's secret and
+ * would otherwise decrypt it again each time. A value that fails to open is not remembered. The
+ * plaintexts stay in this process's memory only, like the one being signed with.
+ */
+export function withOpenCache(box: SecretBox, max = 1024): SecretBox {
+  const opened = new Map<string, string>();
+  return {
+    seal: (plaintext) => box.seal(plaintext),
+    open(sealed) {
+      let plain = opened.get(sealed);
+      if (plain === undefined) {
+        plain = box.open(sealed);
+        if (opened.size >= max) opened.delete(opened.keys().next().value as string);
+      } else {
+        opened.delete(sealed);
+      }
+      opened.set(sealed, plain);
+      return plain;
+    },
+  };
+}

@@ -1,6 +1,5 @@
-import type { SecretBox } from '../crypto/secretBox.js';
+import { withOpenCache, type SecretBox } from '../crypto/secretBox.js';
 import type { Db } from '../db/database.js';
-import type { DeliveryRow } from '../db/schema.js';
 import { monotonicClock, type Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { createPollLoop } from '../lib/pollLoop.js';
@@ -10,13 +9,14 @@ import { hostOfEndpoint } from './endpointKey.js';
 import type { AttemptOutcome, WebhookHttpClient } from './httpClient.js';
 import type { OutboxSignal } from './outbox.js';
 import { maxAttempts } from './schedule.js';
-import { createSettleBatcher } from './settleBatcher.js';
+import type { SettleInput, SettleResult } from './settle.js';
+import { settleAndClaim } from './settleAndClaim.js';
 import { buildDeliveryHeaders } from './signature.js';
-import { claimDueDeliveries } from './sql/claimDeliveries.js';
-import { failSpentDeliveries } from './sql/failSpentDeliveries.js';
-import { loadDeliveryContext, type DeliveryContext } from './sql/deliveryQueries.js';
+import type { ClaimArgs } from './sql/claimDeliveries.js';
+import type { ClaimedDelivery } from './sql/claimWork.js';
+import type { DeliveryContext } from './sql/deliveryQueries.js';
 import { signingSecrets } from './endpoints/signing.js';
-import { releaseClaim } from './sql/settleDeliveries.js';
+import { releaseClaim, releaseClaims } from './sql/settleDeliveries.js';
 
 export interface DispatcherOptions {
   retrySchedule: readonly number[];
@@ -24,6 +24,10 @@ export interface DispatcherOptions {
   maxInFlightPerHost: number;
   leaseMs: number;
   pollIntervalMs: number;
+  /** Deliveries claimed ahead beyond the free in-flight slots, waiting in the local queue (default a quarter of `maxInFlight`). */
+  lookahead?: number;
+  /** How long `stop()` lets attempts in flight finish (default 5 s); what is still out then is left to its lease. */
+  stopGraceMs?: number;
 }
 
 export interface DispatcherDeps {
@@ -49,121 +53,293 @@ export interface Dispatcher extends OutboxSignal {
   /** Repeats {@link runOnce} until nothing is due at the current clock time. */
   drain(): Promise<void>;
   start(): void;
-  /** Stops claiming and waits for in-flight attempts to settle. */
-  stop(): Promise<void>;
+  /**
+   * Stops claiming, gives the claimed-ahead deliveries that were not sent back at once (another
+   * dispatcher may take them), and waits up to the grace for the attempts in flight to settle.
+   * Resolves false when some were still out: their leases expire and they are attempted again.
+   */
+  stop(): Promise<boolean>;
+  /** Attempts being sent now. */
   inFlight(): number;
+  /** Claimed deliveries waiting in the local queue for a free slot. */
+  queued(): number;
 }
 
+/** Settles at most this many attempts per transaction. */
+const MAX_SETTLE_BATCH = 64;
+/** How often spent deliveries (last attempt never settled, lease expired) are looked for. */
+const SPENT_CHECK_MS = 1_000;
+
+interface Item extends ClaimedDelivery {
+  trial: boolean;
+  /** Resolves when the item's attempt is settled, or it was given back. */
+  done: Promise<void>;
+  finish(): void;
+}
+
+interface PendingSettle {
+  input: SettleInput;
+  resolve(result: SettleResult): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The dispatcher (docs/delivery.md, docs/architecture.md). One write transaction per turn settles
+ * every attempt that finished since the last one and claims the next work (`settleAndClaim`); a
+ * claim returns everything an attempt needs (url, body, sealed secrets, attempt number, fencing
+ * token), secrets are decrypted once and remembered, and up to `lookahead` claimed deliveries wait
+ * in a local queue so a freed slot is refilled without a database round trip (graphile-worker's
+ * local queue). A queued delivery is sent only while at least half its lease remains; otherwise it
+ * is given back under its token and never sent under a stale one. The per-host cap is enforced by
+ * the claim over every dispatcher's live leases, queued ones included; the global cap bounds what
+ * is being sent.
+ */
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { db, breakers, options } = deps;
   // Lease times (claims, settles) never go backwards; see monotonicClock.
   const clock = monotonicClock(deps.clock);
   const id = newId('dsp', 8);
   const log = deps.logger.child({ component: 'webhook-dispatcher', dispatcherId: id });
-  /** Deliveries being attempted now, by id: never claimed again by this dispatcher meanwhile. */
-  const running = new Set<string>();
-  const tasks = new Set<Promise<void>>();
+  const box = withOpenCache(deps.secretBox);
   const attempts = maxAttempts(options.retrySchedule);
+  const lookahead = options.lookahead ?? Math.ceil(options.maxInFlight / 4);
+  const stopGraceMs = options.stopGraceMs ?? 5_000;
+
+  /** Every delivery this dispatcher holds a lease on (queued, being sent, being settled): never claimed again by it meanwhile. */
+  const held = new Map<string, Item>();
+  /** Claimed, not yet sent, in claim order. */
+  const queue: Item[] = [];
+  let sending = 0;
+  const sendingByHost = new Map<string, number>();
+  const settles: PendingSettle[] = [];
+  let flushScheduled = false;
+  /** The turns (settle + claim transactions) run one after another. */
+  let chain: Promise<unknown> = Promise.resolve();
+  let nextSpentCheckAt = -Infinity;
+  let stopping = false;
+  /** Past the stop's grace: late attempts neither settle nor log (their leases expire). */
+  let closed = false;
+
   const poll = createPollLoop({
     logger: log,
     what: 'claiming webhook deliveries',
     intervalMs: options.pollIntervalMs,
-    // The loop does not await the attempts: their completion wakes it through `track`.
-    turn: async () => (void (await claimBatch()), false),
+    turn: async () => (void (await turn(true)), false),
     // Let the completions and commits of this turn of the event loop arrive first, so one claim
-    // serves all the slots they freed instead of one claim per finished attempt.
+    // serves all the slots they freed.
     afterSleep: () => new Promise<void>((resolve) => setImmediate(resolve)),
   });
 
-  const free = () => options.maxInFlight - tasks.size;
-  const settler = createSettleBatcher(db);
+  function turn(claim: boolean): Promise<Item[]> {
+    const run = chain.then(() => turnNow(claim));
+    chain = run.catch(() => undefined);
+    return run;
+  }
 
-  async function attempt(row: DeliveryRow, trial: boolean): Promise<void> {
-    const alog = log.child({ deliveryId: row.id, launchId: row.launch_id, eventId: row.event_id, host: row.host, attempt: row.attempt_count });
-    if (!trial && !breakers.admits(row.endpoint)) {
-      // The breaker opened after the claim: give the delivery back without spending an attempt.
-      await releaseClaim(db, { id: row.id, owner: id, token: row.lease_token }, clock.now());
+  /** Settles what finished and, when `claim`, fails spent deliveries and claims more — one transaction. */
+  async function turnNow(claim: boolean): Promise<Item[]> {
+    const batch = settles.splice(0, MAX_SETTLE_BATCH);
+    if (settles.length > 0) scheduleFlush();
+    const claims: ClaimArgs[] = [];
+    const trials: string[] = [];
+    let prepError: unknown;
+    claim &&= !stopping;
+    const now = clock.now();
+    if (claim) {
+      try {
+        await breakers.load();
+        await breakers.refresh();
+      } catch (error) {
+        prepError = error;
+        claim = false;
+      }
+    }
+    if (claim) {
+      let room = options.maxInFlight + lookahead - (held.size - batch.length);
+      const base = { owner: id, now, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, maxAttempts: attempts, running: [...held.keys()] };
+      for (const endpoint of breakers.trialEndpoints()) {
+        if (room <= 0 || !breakers.beginTrial(endpoint)) continue;
+        trials.push(endpoint);
+        room -= 1;
+        claims.push({ ...base, limit: 1, excludeEndpoints: [], onlyHost: hostOfEndpoint(endpoint), onlyEndpoint: endpoint });
+      }
+      const limit = deps.busy?.() ? Math.min(room, options.maxInFlightPerHost) : room;
+      if (limit > 0) claims.push({ ...base, limit, excludeEndpoints: breakers.blockedEndpoints() });
+    }
+    const spentDue = claim && now >= nextSpentCheckAt;
+    if (batch.length === 0 && claims.length === 0 && !spentDue) {
+      if (prepError !== undefined) throw prepError;
+      return [];
+    }
+    if (spentDue) nextSpentCheckAt = now + SPENT_CHECK_MS;
+    const out = await settleAndClaim(db, {
+      settles: batch.map((b) => b.input),
+      failSpent: spentDue ? { now, maxAttempts: attempts, running: [...held.keys()] } : undefined,
+      claims,
+    });
+    batch.forEach((b, i) => {
+      const result = out.results[i];
+      if (result instanceof Error) b.reject(result);
+      else b.resolve(result ?? 'lease_lost');
+    });
+    for (const s of out.spent) log.warn({ deliveryId: s.id, attempts: s.attempts }, 'webhook delivery failed: its last attempt was never settled');
+    const claimed: Item[] = [];
+    trials.forEach((endpoint, i) => {
+      const [row] = out.claimed[i] ?? [];
+      if (row) claimed.push(enqueue(row, true));
+      else breakers.cancelTrial(endpoint);
+    });
+    for (const row of out.claimed[trials.length] ?? []) claimed.push(enqueue(row, false));
+    startQueued();
+    if (out.error !== undefined) throw out.error;
+    if (prepError !== undefined) throw prepError;
+    return claimed;
+  }
+
+  /** Attempts that finished are settled on the next turn of the event loop, together (and, while running, with the next claim). */
+  function scheduleFlush(): void {
+    if (flushScheduled) return;
+    flushScheduled = true;
+    setImmediate(() => {
+      flushScheduled = false;
+      turn(poll.isRunning() && !stopping).catch((error: unknown) => {
+        log.error({ err: error }, 'settling webhook attempts failed');
+        poll.wake(); // claim again on the loop, which backs off while the database fails
+      });
+    });
+  }
+
+  function settle(input: SettleInput): Promise<SettleResult> {
+    return new Promise<SettleResult>((resolve, reject) => {
+      settles.push({ input, resolve, reject });
+      scheduleFlush();
+    });
+  }
+
+  function enqueue(row: ClaimedDelivery, trial: boolean): Item {
+    let finish: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const item: Item = {
+      ...row,
+      trial,
+      done,
+      finish() {
+        held.delete(row.id);
+        finish();
+      },
+    };
+    held.set(row.id, item);
+    if (trial) start(item);
+    else queue.push(item);
+    return item;
+  }
+
+  /** Sends queued deliveries while slots are free. */
+  function startQueued(): void {
+    while (queue.length > 0 && sending < options.maxInFlight && !closed) {
+      // The claim keeps a host's leases within its cap, so the head almost always fits.
+      const index = queue.findIndex((item) => (sendingByHost.get(item.host) ?? 0) < options.maxInFlightPerHost);
+      if (index < 0) return;
+      const [item] = queue.splice(index, 1);
+      if (item) start(item);
+    }
+  }
+
+  function start(item: Item): void {
+    const now = clock.now();
+    // Too little of the lease is left for a whole attempt: another claim may take it over
+    // mid-flight. Give it back under its token instead of sending under a stale one.
+    const stale = item.leaseExpiresAt - now < options.leaseMs / 2;
+    if (stale || (!item.trial && !breakers.admits(item.endpoint))) {
+      // (A breaker that opened after the claim: the delivery goes back without spending an attempt.)
+      giveBack(item);
       return;
     }
-    const ctx = await loadDeliveryContext(db, row.id);
-    if (!ctx) throw new Error(`delivery ${row.id} has no event or launch`);
-    const startedAt = clock.now();
-    let secrets: string[] | undefined;
-    try {
-      secrets = signingSecrets(ctx, startedAt, deps.secretBox);
-    } catch {
-      secrets = undefined;
-    }
-    let outcome: AttemptOutcome;
-    if (secrets === undefined) {
-      // Not the endpoint's fault, so it does not count against the host's breaker.
-      outcome = { ok: false, statusCode: null, durationMs: 0, responseBody: null, errorClass: 'secret_unavailable', errorMessage: 'webhook secret cannot be decrypted with SECRET_KEY' };
-    } else {
-      const headers = buildDeliveryHeaders({
-        secrets,
-        scheme: ctx.scheme,
-        body: ctx.body,
-        event: ctx.event,
-        eventId: ctx.eventId,
-        attempt: row.attempt_count,
-        requestId: ctx.requestId ?? newId('req'),
-        timestampSeconds: Math.floor(startedAt / 1000),
-      });
-      outcome = await breakers.execute(row.endpoint, trial, () => deps.client.send({ url: row.url, body: ctx.body, headers }));
-    }
-    const result = await settler.settle({ delivery: row, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule });
-    if (deps.afterAttempt && result !== 'lease_lost') {
-      await deps.afterAttempt(ctx, outcome, clock.now()).catch((error: unknown) => alog.warn({ err: error }, 'endpoint health update failed'));
-    }
-    const fields = { event: ctx.event, trial, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, result };
-    if (outcome.ok) alog.info(fields, 'webhook delivered');
-    else alog.warn({ ...fields, error: outcome.errorMessage, detail: outcome.logDetail }, 'webhook attempt failed');
-  }
-
-  function launch(row: DeliveryRow, trial: boolean): Promise<void> {
-    running.add(row.id);
-    const task = attempt(row, trial)
+    sending += 1;
+    sendingByHost.set(item.host, (sendingByHost.get(item.host) ?? 0) + 1);
+    attempt(item, now)
       .catch((error: unknown) => {
         // The lease stays and expires; the delivery is claimed again, or failed once its attempts are spent.
-        log.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be settled');
+        if (!closed) log.error({ err: error, deliveryId: item.id }, 'webhook attempt could not be settled');
       })
       .finally(() => {
-        if (trial) breakers.cancelTrial(row.endpoint);
-        running.delete(row.id);
-        tasks.delete(task);
+        if (item.trial) breakers.cancelTrial(item.endpoint);
+        item.finish();
       });
-    tasks.add(task);
-    poll.track(task); // its end wakes the loop: a slot is free, claim more without waiting for the poll
-    return task;
   }
 
-  async function claimBatch(): Promise<Promise<void>[]> {
-    await breakers.load();
-    await breakers.refresh();
-    const spent = await failSpentDeliveries(db, { now: clock.now(), maxAttempts: attempts, running: [...running] });
-    for (const s of spent) log.warn({ deliveryId: s.id, attempts: s.attempts }, 'webhook delivery failed: its last attempt was never settled');
-    const started: Promise<void>[] = [];
-    const base = { owner: id, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, maxAttempts: attempts };
-    for (const endpoint of breakers.trialEndpoints()) {
-      if (free() <= 0 || !breakers.beginTrial(endpoint)) continue;
-      const trialArgs = { ...base, now: clock.now(), limit: 1, excludeEndpoints: [], onlyHost: hostOfEndpoint(endpoint), onlyEndpoint: endpoint, running: [...running] };
-      const [row] = await claimDueDeliveries(db, trialArgs).catch((e: unknown) => {
-        breakers.cancelTrial(endpoint);
-        throw e;
+  function giveBack(item: Item): void {
+    releaseClaim(db, { id: item.id, owner: id, token: item.token }, clock.now())
+      .catch((error: unknown) => log.warn({ err: error, deliveryId: item.id }, 'could not give a claimed webhook delivery back; its lease will expire'))
+      .finally(() => {
+        if (item.trial) breakers.cancelTrial(item.endpoint);
+        item.finish();
       });
-      if (row) started.push(launch(row, true));
-      else breakers.cancelTrial(endpoint);
+  }
+
+  async function attempt(item: Item, startedAt: number): Promise<void> {
+    const { ctx } = item;
+    let outcome: AttemptOutcome;
+    try {
+      let secrets: string[] | undefined;
+      try {
+        secrets = signingSecrets(ctx, startedAt, box);
+      } catch {
+        secrets = undefined;
+      }
+      if (secrets === undefined) {
+        // Not the endpoint's fault, so it does not count against the host's breaker.
+        outcome = { ok: false, statusCode: null, durationMs: 0, responseBody: null, errorClass: 'secret_unavailable', errorMessage: 'webhook secret cannot be decrypted with SECRET_KEY' };
+      } else {
+        const headers = buildDeliveryHeaders({
+          secrets,
+          scheme: ctx.scheme,
+          body: ctx.body,
+          event: ctx.event,
+          eventId: ctx.eventId,
+          attempt: item.attempt,
+          requestId: ctx.requestId ?? newId('req'),
+          timestampSeconds: Math.floor(startedAt / 1000),
+        });
+        outcome = await breakers.execute(item.endpoint, item.trial, () => deps.client.send({ url: item.url, body: ctx.body, headers }));
+      }
+    } finally {
+      sending -= 1;
+      const n = (sendingByHost.get(item.host) ?? 1) - 1;
+      if (n > 0) sendingByHost.set(item.host, n);
+      else sendingByHost.delete(item.host);
+      startQueued(); // a slot is free: the next claimed-ahead delivery goes out at once
     }
-    const limit = deps.busy?.() ? Math.min(free(), options.maxInFlightPerHost) : free();
-    const rows = await claimDueDeliveries(db, { ...base, now: clock.now(), limit, excludeEndpoints: breakers.blockedEndpoints(), running: [...running] });
-    for (const row of rows) started.push(launch(row, false));
-    return started;
+    if (closed) return;
+    const delivery = { id: item.id, launch_id: item.launchId, event_id: item.eventId, attempt_count: item.attempt, lease_token: item.token };
+    const result = await settle({ delivery, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule });
+    if (deps.afterAttempt && result !== 'lease_lost') {
+      await deps.afterAttempt(ctx, outcome, clock.now()).catch((error: unknown) => log.warn({ err: error, deliveryId: item.id }, 'endpoint health update failed'));
+    }
+    const fields = { deliveryId: item.id, launchId: item.launchId, eventId: item.eventId, host: item.host, attempt: item.attempt, event: ctx.event, trial: item.trial };
+    if (outcome.ok) log.info({ ...fields, statusCode: outcome.statusCode, durationMs: outcome.durationMs, result }, 'webhook delivered');
+    else log.warn({ ...fields, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, result, error: outcome.errorMessage, detail: outcome.logDetail }, 'webhook attempt failed');
   }
 
   async function runOnce(): Promise<number> {
-    const started = await claimBatch();
-    await Promise.all(started);
-    return started.length;
+    const claimed = await turn(true);
+    await Promise.all(claimed.map((item) => item.done));
+    return claimed.length;
+  }
+
+  /** Resolves true once every held delivery is done, false when `ms` passed first. */
+  async function settledWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    const all = (async () => {
+      while (held.size > 0) await Promise.all([...held.values()].map((item) => item.done));
+      return true;
+    })();
+    try {
+      return await Promise.race([all, bound]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   return {
@@ -175,19 +351,45 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     async drain() {
       for (let round = 0; round < 100_000; round++) {
         const n = await runOnce();
-        if (n === 0 && tasks.size === 0) return;
-        if (n === 0) await Promise.race(tasks);
+        if (n === 0 && held.size === 0) return;
+        if (n === 0) await Promise.race([...held.values()].map((item) => item.done));
       }
       throw new Error('drain did not finish');
     },
     start() {
+      stopping = false;
+      closed = false;
       poll.start();
     },
     async stop() {
+      stopping = true;
       await poll.stop();
+      await chain;
+      // What was claimed ahead and never sent goes back at once, under its tokens.
+      const unsent = queue.splice(0);
+      if (unsent.length > 0) {
+        await releaseClaims(
+          db,
+          unsent.map((item) => ({ id: item.id, owner: id, token: item.token })),
+          clock.now(),
+        ).catch((error: unknown) => log.warn({ err: error, count: unsent.length }, 'could not give claimed webhook deliveries back; their leases will expire'));
+        for (const item of unsent) {
+          if (item.trial) breakers.cancelTrial(item.endpoint);
+          item.finish();
+        }
+      }
+      const clean = await settledWithin(stopGraceMs);
+      if (!clean) {
+        closed = true;
+        log.warn({ inFlight: held.size }, 'webhook attempts still in flight at shutdown; their leases expire and they are attempted again');
+      }
+      return clean;
     },
     inFlight() {
-      return tasks.size;
+      return sending;
+    },
+    queued() {
+      return queue.length;
     },
   };
 }

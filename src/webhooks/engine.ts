@@ -95,9 +95,11 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       dispatcher.start();
     },
     async stop() {
-      await dispatcher.stop();
+      const settled = await dispatcher.stop();
       breakers.shutdown();
-      await client.close();
+      // Attempts still out after the dispatcher's grace are left to their leases: do not wait for them.
+      if (settled) await client.close();
+      else void client.close().catch(() => undefined);
       if (!deps.loopLag) loopLag.stop();
     },
   };

@@ -3,7 +3,7 @@ import type { DeliveryRow } from '../db/schema.js';
 import type { AttemptOutcome } from './httpClient.js';
 import { delayHonouringRetryAfter } from './retryAfter.js';
 import { retryDelayAfter } from './schedule.js';
-import { insertAttempt } from './sql/attempts.js';
+import { insertAttempts, type AttemptRow } from './sql/attempts.js';
 import { insertDeadLetter } from '../deadLetters/store.js';
 import { markDelivered, markFailed, scheduleRetry } from './sql/settleDeliveries.js';
 
@@ -24,52 +24,63 @@ export interface SettleInput {
  * owner and fencing token — still holds it), the attempt log row, and — after the last failure — the dead letter.
  */
 export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleResult> {
-  return db.transaction().execute((trx) => settleAttemptIn(trx, input));
+  return db.transaction().execute(async (trx) => (await settleAttemptsIn(trx, [input]))[0] ?? 'lease_lost');
 }
 
-/** The writes of {@link settleAttempt}, inside a transaction the caller holds (see settleBatcher). */
-export async function settleAttemptIn(trx: Tx, input: SettleInput): Promise<SettleResult> {
+/**
+ * The writes of {@link settleAttempt} for several attempts, inside a transaction the caller holds
+ * (the dispatcher's settle-and-claim): each delivery's fenced update (and dead letter) in turn, then
+ * the attempt rows of those whose lease still held in one insert.
+ */
+export async function settleAttemptsIn(trx: Tx, inputs: readonly SettleInput[]): Promise<SettleResult[]> {
+  const results: SettleResult[] = [];
+  const logged: Array<Omit<AttemptRow, 'id'>> = [];
+  for (const input of inputs) {
+    const result = await settleState(trx, input);
+    results.push(result);
+    // A newer claim holds the delivery: it owns the delivery and its log now.
+    if (result !== 'lease_lost') logged.push(attemptRow(input));
+  }
+  await insertAttempts(trx, logged);
+  return results;
+}
+
+function attemptRow(input: SettleInput): Omit<AttemptRow, 'id'> {
+  const { outcome } = input;
+  return {
+    delivery_id: input.delivery.id,
+    attempt: input.delivery.attempt_count,
+    started_at: input.startedAt,
+    duration_ms: outcome.durationMs,
+    status_code: outcome.statusCode,
+    outcome: outcome.ok ? 'success' : 'failure',
+    error_class: outcome.errorClass,
+    error_message: outcome.errorMessage === null ? null : outcome.errorMessage.slice(0, 500),
+    response_body: outcome.responseBody,
+  };
+}
+
+/** The delivery's new state, only while this exact claim holds it; the dead letter after the last failure. */
+async function settleState(trx: Tx, input: SettleInput): Promise<SettleResult> {
   const { delivery, outcome, now } = input;
   const attempt = delivery.attempt_count;
   const args = { id: delivery.id, owner: input.owner, token: delivery.lease_token, now, statusCode: outcome.statusCode, error: outcome.errorMessage };
-  {
-    let result: SettleResult;
-    if (outcome.ok) {
-      result = (await markDelivered(trx, args)) ? 'delivered' : 'lease_lost';
-    } else {
-      const scheduled = retryDelayAfter(input.schedule, attempt);
-      if (scheduled !== undefined) {
-        const delay = delayHonouringRetryAfter(input.schedule, attempt, scheduled, outcome.retryAfterMs);
-        result = (await scheduleRetry(trx, { ...args, nextAttemptAt: now + delay })) ? 'retrying' : 'lease_lost';
-      } else if (await markFailed(trx, args)) {
-        result = 'failed';
-        await insertDeadLetter(trx, {
-          kind: 'delivery',
-          owner: input.launchOwner,
-          launchId: delivery.launch_id,
-          deliveryId: delivery.id,
-          eventId: delivery.event_id,
-          errorCode: 'delivery_failed',
-          errorMessage: `${attempt} attempts failed; last: ${outcome.errorMessage ?? outcome.errorClass ?? 'unknown error'}`,
-          now,
-        });
-      } else {
-        result = 'lease_lost';
-      }
-    }
-    // A newer claim holds the delivery: it owns the delivery and its log now.
-    if (result === 'lease_lost') return result;
-    await insertAttempt(trx, {
-      delivery_id: delivery.id,
-      attempt,
-      started_at: input.startedAt,
-      duration_ms: outcome.durationMs,
-      status_code: outcome.statusCode,
-      outcome: outcome.ok ? 'success' : 'failure',
-      error_class: outcome.errorClass,
-      error_message: outcome.errorMessage === null ? null : outcome.errorMessage.slice(0, 500),
-      response_body: outcome.responseBody,
-    });
-    return result;
+  if (outcome.ok) return (await markDelivered(trx, args)) ? 'delivered' : 'lease_lost';
+  const scheduled = retryDelayAfter(input.schedule, attempt);
+  if (scheduled !== undefined) {
+    const delay = delayHonouringRetryAfter(input.schedule, attempt, scheduled, outcome.retryAfterMs);
+    return (await scheduleRetry(trx, { ...args, nextAttemptAt: now + delay })) ? 'retrying' : 'lease_lost';
   }
+  if (!(await markFailed(trx, args))) return 'lease_lost';
+  await insertDeadLetter(trx, {
+    kind: 'delivery',
+    owner: input.launchOwner,
+    launchId: delivery.launch_id,
+    deliveryId: delivery.id,
+    eventId: delivery.event_id,
+    errorCode: 'delivery_failed',
+    errorMessage: `${attempt} attempts failed; last: ${outcome.errorMessage ?? outcome.errorClass ?? 'unknown error'}`,
+    now,
+  });
+  return 'failed';
 }

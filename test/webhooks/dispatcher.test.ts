@@ -2,7 +2,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
+import { createBreakerRegistry } from '../../src/webhooks/breakerRegistry.js';
+import { createDispatcher } from '../../src/webhooks/dispatcher.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
+import { createWebhookHttpClient } from '../../src/webhooks/httpClient.js';
 import { settleAttempt } from '../../src/webhooks/settle.js';
 import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
 import { captureLogger, commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
@@ -89,6 +92,119 @@ describe('dispatcher loop', () => {
     // 20 ms polling would give ~30 passes; backoff (40, 80, 160, 320 ms…) allows about five.
     expect(failures).toBeGreaterThanOrEqual(2);
     expect(failures).toBeLessThanOrEqual(7);
+  });
+});
+
+describe('the local queue and the bounded stop', () => {
+  let tdb: TestDb;
+  let receiver: Receiver;
+  const clock = manualClock(Date.UTC(2026, 5, 1, 12, 0, 0));
+  const box = newSecretBox();
+  const LEASE_MS = 60_000;
+  beforeEach(async () => {
+    tdb = await createTestDb();
+    receiver = await startReceiver(clock);
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await tdb.close();
+  });
+
+  /** A dispatcher with one slot and one delivery claimed ahead. */
+  function oneSlot(stopGraceMs = 5_000) {
+    const client = createWebhookHttpClient({ timeoutMs: 2_000, guard: false });
+    const breakers = createBreakerRegistry({ db: tdb.db, clock, logger: silentLogger(), policy: { failureThreshold: 3, resetTimeoutMs: 300_000 } });
+    const options = { retrySchedule: [0, 30_000], maxInFlight: 1, maxInFlightPerHost: 8, leaseMs: LEASE_MS, pollIntervalMs: 60_000, lookahead: 1, stopGraceMs };
+    const dispatcher = createDispatcher({ db: tdb.db, clock, logger: silentLogger(), secretBox: box, client, breakers, options });
+    return { dispatcher, close: async () => (breakers.shutdown(), await client.close()) };
+  }
+  const rows = () => tdb.db.selectFrom('deliveries').select(['id', 'event_id', 'status', 'lease_owner', 'attempt_count', 'lease_token']).orderBy('id').execute();
+  /** The deliveries split into the one sent first and the others (claims among equal times come in any order). */
+  const split = async () => {
+    const sent = receiver.requests[0]!.headers['x-service-event-id'];
+    const all = await rows();
+    return { first: all.find((r) => r.event_id === sent)!, others: all.filter((r) => r.event_id !== sent) };
+  };
+  const claimAs = (owner: string) => claimDueDeliveries(tdb.db, { owner, now: clock.now(), leaseMs: LEASE_MS, limit: 10, perHostCap: 10, excludeEndpoints: [], maxAttempts: 5 });
+
+  it('claims ahead into the local queue and sends the queued delivery when a slot frees, without another claim', async () => {
+    const { dispatcher, close } = oneSlot();
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 2);
+    receiver.respond = () => ({ status: 200, delayMs: 100 });
+    const run = dispatcher.runOnce();
+    await waitFor(() => receiver.requests.length === 1);
+    expect(dispatcher.inFlight()).toBe(1);
+    expect(dispatcher.queued()).toBe(1);
+    expect(await run).toBe(2);
+    expect(receiver.requests.map((r) => r.headers['x-service-attempt'])).toEqual(['1', '1']);
+    expect((await rows()).map((r) => r.status)).toEqual(['delivered', 'delivered']);
+    await close();
+  });
+
+  it('never sends a claimed-ahead delivery whose lease ran out while it waited: another claim took it under a newer token', async () => {
+    const { dispatcher, close } = oneSlot();
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 2);
+    receiver.respond = () => ({ status: 200, delayMs: 150 });
+    const run = dispatcher.runOnce();
+    await waitFor(() => receiver.requests.length === 1);
+    expect(dispatcher.queued()).toBe(1);
+    // While the first attempt is out, the queued delivery's lease expires and dispatcher B claims it.
+    clock.advance(LEASE_MS);
+    const secondId = (await split()).others[0]!.id;
+    const taken = (await claimAs('B')).find((r) => r.id === secondId);
+    expect(taken).toBeDefined();
+    expect(await run).toBe(2);
+    // Only the first was sent; the second stays B's, with B's token and attempt count.
+    expect(receiver.requests).toHaveLength(1);
+    const [second] = (await split()).others;
+    expect(second).toMatchObject({ status: 'pending', lease_owner: 'B', attempt_count: 2, lease_token: taken!.lease_token });
+    await close();
+  });
+
+  it('gives a claimed-ahead delivery back (attempt returned) when too little of its lease is left to send it', async () => {
+    const { dispatcher, close } = oneSlot();
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 2);
+    receiver.respond = () => ({ status: 200, delayMs: 150 });
+    const run = dispatcher.runOnce();
+    await waitFor(() => receiver.requests.length === 1);
+    clock.advance(LEASE_MS / 2 + 1);
+    expect(await run).toBe(2);
+    expect(receiver.requests).toHaveLength(1);
+    expect((await split()).others).toMatchObject([{ status: 'pending', lease_owner: null, attempt_count: 0 }]);
+    expect(await dispatcher.runOnce()).toBe(1);
+    expect(receiver.requests.map((r) => r.headers['x-service-attempt'])).toEqual(['1', '1']);
+    await close();
+  });
+
+  it('stop() gives the local queue back at once, so another dispatcher takes it without waiting for the lease', async () => {
+    const { dispatcher, close } = oneSlot();
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 3);
+    receiver.respond = () => ({ status: 200, delayMs: 200 });
+    dispatcher.start();
+    await waitFor(() => receiver.requests.length === 1);
+    expect(dispatcher.queued()).toBe(1);
+    expect(await dispatcher.stop()).toBe(true);
+    const after = await split();
+    expect(after.first).toMatchObject({ status: 'delivered', lease_owner: null });
+    expect(after.others).toMatchObject([
+      { status: 'pending', lease_owner: null, attempt_count: 0 },
+      { status: 'pending', lease_owner: null, attempt_count: 0 },
+    ]);
+    expect(await claimAs('B')).toHaveLength(2); // same clock: no lease had to expire
+    await close();
+  });
+
+  it('stop() waits for attempts in flight only up to its grace, then leaves them to their leases', async () => {
+    const { dispatcher, close } = oneSlot(200);
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 1);
+    receiver.respond = () => 'hang';
+    dispatcher.start();
+    await waitFor(() => receiver.requests.length === 1);
+    const t0 = performance.now();
+    expect(await dispatcher.stop()).toBe(false);
+    expect(performance.now() - t0).toBeLessThan(1_500);
+    expect(await rows()).toMatchObject([{ status: 'pending', lease_owner: dispatcher.id, attempt_count: 1 }]);
+    void close();
   });
 });
 

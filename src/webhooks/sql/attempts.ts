@@ -7,7 +7,16 @@ export type AttemptRow = Selectable<DeliveryAttemptsTable>;
 
 /** Logs one attempt (docs/delivery.md): number, time, status code, duration, error class, truncated body. */
 export async function insertAttempt(db: DbOrTx, row: Omit<AttemptRow, 'id'>): Promise<void> {
-  await db.insertInto('delivery_attempts').values({ id: newId('att'), ...row }).execute();
+  await insertAttempts(db, [row]);
+}
+
+/** Logs several attempts in one statement. */
+export async function insertAttempts(db: DbOrTx, rows: ReadonlyArray<Omit<AttemptRow, 'id'>>): Promise<void> {
+  if (rows.length === 0) return;
+  await db
+    .insertInto('delivery_attempts')
+    .values(rows.map((row) => ({ id: newId('att'), ...row })))
+    .execute();
 }
 
 /** Every attempt of the given deliveries, in attempt order. */

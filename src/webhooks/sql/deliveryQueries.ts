@@ -18,9 +18,11 @@ export interface DeliveryContext {
   previousSecretExpiresAt: number | null;
 }
 
-/** Loads the event body and the sealed secret(s) for one delivery (the launch's, or its endpoint's). */
-export async function loadDeliveryContext(db: DbOrTx, deliveryId: string): Promise<DeliveryContext | undefined> {
-  const row = await db
+/** Loads the event body and the sealed secret(s) of each given delivery (the launch's, or its endpoint's), in one query. */
+export async function loadDeliveryContexts(db: DbOrTx, deliveryIds: readonly string[]): Promise<Map<string, DeliveryContext>> {
+  const out = new Map<string, DeliveryContext>();
+  if (deliveryIds.length === 0) return out;
+  const rows = await db
     .selectFrom('deliveries as d')
     .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
     .innerJoin('launches as l', 'l.id', 'd.launch_id')
@@ -40,25 +42,27 @@ export async function loadDeliveryContext(db: DbOrTx, deliveryId: string): Promi
       'w.previous_secret_enc',
       'w.previous_secret_expires_at',
     ])
-    .where('d.id', '=', deliveryId)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  const endpoint = row.endpoint_id !== null && row.secret_enc !== null;
-  return {
-    deliveryId: row.id,
-    launchId: row.launch_id,
-    owner: row.owner,
-    eventId: row.event_id,
-    event: row.event,
-    body: row.body,
-    requestId: row.request_id,
-    // A deleted endpoint's delivery has no secret to sign with (the attempt fails as secret_unavailable).
-    secretSealed: row.endpoint_id === null ? row.webhook_secret_enc : (row.secret_enc ?? ''),
-    endpointId: endpoint ? row.endpoint_id : null,
-    scheme: endpoint ? (row.signature_scheme ?? 'service') : 'service',
-    previousSecretSealed: endpoint ? row.previous_secret_enc : null,
-    previousSecretExpiresAt: endpoint && row.previous_secret_expires_at !== null ? Number(row.previous_secret_expires_at) : null,
-  };
+    .where('d.id', 'in', deliveryIds)
+    .execute();
+  for (const row of rows) {
+    const endpoint = row.endpoint_id !== null && row.secret_enc !== null;
+    out.set(row.id, {
+      deliveryId: row.id,
+      launchId: row.launch_id,
+      owner: row.owner,
+      eventId: row.event_id,
+      event: row.event,
+      body: row.body,
+      requestId: row.request_id,
+      // A deleted endpoint's delivery has no secret to sign with (the attempt fails as secret_unavailable).
+      secretSealed: row.endpoint_id === null ? row.webhook_secret_enc : (row.secret_enc ?? ''),
+      endpointId: endpoint ? row.endpoint_id : null,
+      scheme: endpoint ? (row.signature_scheme ?? 'service') : 'service',
+      previousSecretSealed: endpoint ? row.previous_secret_enc : null,
+      previousSecretExpiresAt: endpoint && row.previous_secret_expires_at !== null ? Number(row.previous_secret_expires_at) : null,
+    });
+  }
+  return out;
 }
 
 const deliveryColumns = [

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../../db/database.js';
+import type { Db, Tx } from '../../db/database.js';
 import { insertDeadLetter } from '../../deadLetters/store.js';
 
 export interface SpentDelivery {
@@ -15,47 +15,54 @@ export interface SpentDelivery {
  * rows can be spent (a retry is only scheduled while attempts remain), so this reads the small
  * partial index of leased deliveries (migration 004), not the backlog.
  */
-export async function failSpentDeliveries(
-  db: Db,
-  args: { now: number; maxAttempts: number; running?: readonly string[]; limit?: number },
-): Promise<SpentDelivery[]> {
+export async function failSpentDeliveries(db: Db, args: SpentArgs): Promise<SpentDelivery[]> {
+  return db.transaction().execute((trx) => failSpentDeliveriesIn(trx, args));
+}
+
+export interface SpentArgs {
+  now: number;
+  maxAttempts: number;
+  running?: readonly string[];
+  limit?: number;
+}
+
+/** The writes of {@link failSpentDeliveries}, inside a transaction the caller holds (the dispatcher's settle-and-claim). */
+export async function failSpentDeliveriesIn(trx: Tx, args: SpentArgs): Promise<SpentDelivery[]> {
   const running = args.running ?? [];
-  return db.transaction().execute(async (trx) => {
-    const spent = await trx
-      .selectFrom('deliveries as d')
-      .innerJoin('launches as l', 'l.id', 'd.launch_id')
-      .select(['d.id', 'd.launch_id', 'd.event_id', 'd.attempt_count', 'd.lease_token', 'd.last_error', 'l.owner'])
-      .where('d.lease_owner', 'is not', null)
-      .where('d.lease_expires_at', '<=', args.now)
-      .where('d.status', '=', 'pending')
-      .where('d.attempt_count', '>=', args.maxAttempts)
-      .$if(running.length > 0, (q) => q.where('d.id', 'not in', running))
-      .limit(args.limit ?? 100)
-      .execute();
-    const failed: SpentDelivery[] = [];
-    for (const row of spent) {
-      const error = `the last attempt was never settled (the dispatcher stopped or its settle failed)`;
-      const r = await trx
-        .updateTable('deliveries')
-        .set({ status: 'failed', lease_owner: null, lease_expires_at: null, last_error: error, completed_at: args.now, updated_at: args.now })
-        .where('id', '=', row.id)
-        .where('lease_token', '=', row.lease_token)
-        .where('status', '=', 'pending')
-        .where(sql<boolean>`lease_expires_at <= ${args.now}`)
-        .executeTakeFirst();
-      if (r.numUpdatedRows === 0n) continue;
-      await insertDeadLetter(trx, {
-        kind: 'delivery',
-        owner: row.owner,
-        launchId: row.launch_id,
-        deliveryId: row.id,
-        eventId: row.event_id,
-        errorCode: 'delivery_failed',
-        errorMessage: `${row.attempt_count} attempts made; ${error}${row.last_error ? `; last recorded error: ${row.last_error}` : ''}`,
-        now: args.now,
-      });
-      failed.push({ id: row.id, attempts: row.attempt_count });
-    }
-    return failed;
-  });
+  const spent = await trx
+    .selectFrom('deliveries as d')
+    .innerJoin('launches as l', 'l.id', 'd.launch_id')
+    .select(['d.id', 'd.launch_id', 'd.event_id', 'd.attempt_count', 'd.lease_token', 'd.last_error', 'l.owner'])
+    .where('d.lease_owner', 'is not', null)
+    .where('d.lease_expires_at', '<=', args.now)
+    .where('d.status', '=', 'pending')
+    .where('d.attempt_count', '>=', args.maxAttempts)
+    .$if(running.length > 0, (q) => q.where('d.id', 'not in', running))
+    .limit(args.limit ?? 100)
+    .execute();
+  const failed: SpentDelivery[] = [];
+  for (const row of spent) {
+    const error = `the last attempt was never settled (the dispatcher stopped or its settle failed)`;
+    const r = await trx
+      .updateTable('deliveries')
+      .set({ status: 'failed', lease_owner: null, lease_expires_at: null, last_error: error, completed_at: args.now, updated_at: args.now })
+      .where('id', '=', row.id)
+      .where('lease_token', '=', row.lease_token)
+      .where('status', '=', 'pending')
+      .where(sql<boolean>`lease_expires_at <= ${args.now}`)
+      .executeTakeFirst();
+    if (r.numUpdatedRows === 0n) continue;
+    await insertDeadLetter(trx, {
+      kind: 'delivery',
+      owner: row.owner,
+      launchId: row.launch_id,
+      deliveryId: row.id,
+      eventId: row.event_id,
+      errorCode: 'delivery_failed',
+      errorMessage: `${row.attempt_count} attempts made; ${error}${row.last_error ? `; last recorded error: ${row.last_error}` : ''}`,
+      now: args.now,
+    });
+    failed.push({ id: row.id, attempts: row.attempt_count });
+  }
+  return failed;
 }

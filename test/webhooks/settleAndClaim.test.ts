@@ -1,11 +1,11 @@
 import { refuseInserts } from '../support/database.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
-import { createSettleBatcher } from '../../src/webhooks/settleBatcher.js';
+import { settleAndClaim } from '../../src/webhooks/settleAndClaim.js';
 import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 
-describe('settling attempts in shared transactions', () => {
+describe('settling attempts and claiming in one transaction', () => {
   const clock = manualClock();
   const box = newSecretBox();
   let tdb: TestDb;
@@ -21,8 +21,8 @@ describe('settling attempts in shared transactions', () => {
   it('settles attempts finished together, each with its state and attempt log', async () => {
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box }), 3);
     const rows = await claimAll();
-    const batcher = createSettleBatcher(tdb.db);
-    expect(await Promise.all(rows.map((row) => batcher.settle(input(row))))).toEqual(['delivered', 'delivered', 'delivered']);
+    const out = await settleAndClaim(tdb.db, { settles: rows.map(input) });
+    expect(out.results).toEqual(['delivered', 'delivered', 'delivered']);
     const settled = await tdb.db.selectFrom('deliveries').select(['status', 'lease_owner']).execute();
     expect(settled).toEqual(Array(3).fill({ status: 'delivered', lease_owner: null }));
     expect(await tdb.db.selectFrom('delivery_attempts').selectAll().execute()).toHaveLength(3);
@@ -33,9 +33,11 @@ describe('settling attempts in shared transactions', () => {
     const rows = await claimAll();
     // Make the attempt-log insert of one delivery fail inside the shared transaction.
     await refuseInserts(tdb.db, 'delivery_attempts', { column: 'delivery_id', value: rows[1]!.id });
-    const batcher = createSettleBatcher(tdb.db);
-    const results = await Promise.allSettled(rows.map((row) => batcher.settle(input(row))));
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const claim = { owner: 'A', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeEndpoints: [], maxAttempts: 5 };
+    const out = await settleAndClaim(tdb.db, { settles: rows.map(input), claims: [claim] });
+    expect(out.results.map((r) => (r instanceof Error ? 'failed alone' : r))).toEqual(['delivered', 'failed alone', 'delivered']);
+    expect(out.error).toBeDefined();
+    expect(out.claimed).toEqual([[]]); // nothing is claimed when the shared transaction failed
     const after = await tdb.db.selectFrom('deliveries').select(['id', 'status', 'lease_owner']).execute();
     const byId = new Map(after.map((r) => [r.id, r]));
     expect(byId.get(rows[0]!.id)).toMatchObject({ status: 'delivered', lease_owner: null });
@@ -46,5 +48,25 @@ describe('settling attempts in shared transactions', () => {
     clock.advance(60_000);
     const again = await claimDueDeliveries(tdb.db, { owner: 'B', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeEndpoints: [], maxAttempts: 5 });
     expect(again.map((r) => r.id)).toEqual([rows[1]!.id]);
+  });
+
+  it('claims in the same transaction as the settles, counting the slots they freed, with everything an attempt needs', async () => {
+    const launchId = await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box });
+    await commitEvents(tdb.db, clock, launchId, 3);
+    // A per-host cap of 2: two are claimed, the third waits for a slot.
+    const cap2 = () => ({ owner: 'A', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 2, excludeEndpoints: [], maxAttempts: 5 });
+    const first = await settleAndClaim(tdb.db, { settles: [], claims: [cap2()] });
+    expect(first.claimed[0]).toHaveLength(2);
+    const [a, b] = first.claimed[0]!;
+    expect(a).toMatchObject({ url: 'https://hooks.example.com/a', attempt: 1, ctx: { launchId, owner: 'acme', event: expect.any(String) as string } });
+    expect(JSON.parse(a!.ctx.body)).toMatchObject({ id: a!.eventId, launchId });
+    expect(box.open(a!.ctx.secretSealed)).toBe('s');
+    const settleOf = (c: typeof a) => ({ ...input({ id: c!.id, launch_id: c!.launchId, event_id: c!.eventId, attempt_count: c!.attempt, lease_token: c!.token } as never) });
+    // Settling one frees one slot of the host: the claim in the same transaction takes the third.
+    const second = await settleAndClaim(tdb.db, { settles: [settleOf(a)], claims: [cap2()] });
+    expect(second.results).toEqual(['delivered']);
+    expect(second.claimed[0]!.map((c) => c.id)).not.toContain(b!.id);
+    expect(second.claimed[0]).toHaveLength(1);
+    expect(await tdb.db.selectFrom('delivery_attempts').select('delivery_id').execute()).toEqual([{ delivery_id: a!.id }]);
   });
 });

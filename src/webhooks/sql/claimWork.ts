@@ -1,0 +1,55 @@
+import type { DbOrTx } from '../../db/database.js';
+import { claimDueDeliveries, type ClaimArgs } from './claimDeliveries.js';
+import { loadDeliveryContexts, type DeliveryContext } from './deliveryQueries.js';
+
+/** A claimed delivery with everything its attempt needs: no further read before it is sent. */
+export interface ClaimedDelivery {
+  id: string;
+  launchId: string;
+  eventId: string;
+  url: string;
+  host: string;
+  /** The breaker key (webhooks/endpointKey.ts). */
+  endpoint: string;
+  /** This attempt's number (the claim counted it). */
+  attempt: number;
+  /** The fencing token of this claim: every write under it names it. */
+  token: number;
+  leaseExpiresAt: number;
+  /** The event body, signing secret(s) and scheme. */
+  ctx: DeliveryContext;
+}
+
+/**
+ * Claims due deliveries ({@link claimDueDeliveries}: lease, fencing token, attempt counted, per-host
+ * cap) and reads what their attempts need — event body, sealed secret(s), scheme, launch owner —
+ * for all of them in one more query. Run inside the caller's transaction so the claim and the
+ * settles before it share one commit. A claimed row without its event or launch (impossible with
+ * the foreign keys) is left leased, to be failed once its attempts are spent.
+ */
+export async function claimDeliveryWork(db: DbOrTx, args: ClaimArgs): Promise<ClaimedDelivery[]> {
+  const rows = await claimDueDeliveries(db, args);
+  if (rows.length === 0) return [];
+  const contexts = await loadDeliveryContexts(
+    db,
+    rows.map((r) => r.id),
+  );
+  const claimed: ClaimedDelivery[] = [];
+  for (const row of rows) {
+    const ctx = contexts.get(row.id);
+    if (!ctx) continue;
+    claimed.push({
+      id: row.id,
+      launchId: row.launch_id,
+      eventId: row.event_id,
+      url: row.url,
+      host: row.host,
+      endpoint: row.endpoint,
+      attempt: row.attempt_count,
+      token: row.lease_token,
+      leaseExpiresAt: row.lease_expires_at ?? args.now + args.leaseMs,
+      ctx,
+    });
+  }
+  return claimed;
+}
