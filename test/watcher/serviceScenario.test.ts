@@ -145,70 +145,76 @@ describe.skipIf(!haveBinaries(...NEEDED))(`after the launch, through the running
     expect(cliffTime).toBeGreaterThan(0);
     const mint = new PublicKey(results.mint);
 
-    // 2. Governance while the cliff approaches, with the README's holder script (scripts/holder.ts):
-    // deposit, propose, vote approve (tips → Succeeded) through its functions.
-    const dao = { realm: new PublicKey(results.dao.realm), governance: new PublicKey(results.dao.governance), mint };
-    await depositGoverningTokens(connection, creator, dao.realm, mint, 600_000_000_000n);
-    const proposedAt = Date.now();
-    const first = await createProposal(connection, creator, dao, 'Fund the grants programme');
-    await reported('dao.proposal_created', proposedAt, (d) => d.data.proposal === first.proposal.toBase58() && d.data.signature === first.signature);
-    const votedAt = Date.now();
-    const yes = await castVote(connection, creator, dao, first.proposal, true);
-    await reported('dao.vote_cast', votedAt, (d) => d.data.signature === yes);
-    await reported('dao.proposal_passed', votedAt, (d) => d.data.proposal === first.proposal.toBase58());
-    // A second proposal, denied by the same majority (tips → Defeated), with the script's command
-    // line as the README shows it; delays count from the line it prints once each transaction is confirmed.
-    const keypairFile = join(t.dir, 'creator.json');
-    writeFileSync(keypairFile, JSON.stringify([...creator.secretKey]));
-    const cli = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', '..', 'scripts', 'holder.ts'), 'propose', launch.id, keypairFile, 'Burn the treasury', 'deny'], {
-      env: { ...process.env, SERVICE_URL: base, API_KEY: key, RPC_URL: cluster?.url ?? '', RPC_WS_URL: cluster?.wsUrl ?? '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    cli.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const lines: Array<{ line: string; at: number }> = [];
-    createInterface({ input: cli.stdout }).on('line', (line) => lines.push({ line, at: Date.now() }));
-    const exit = await new Promise<number | null>((resolve) => cli.on('exit', resolve));
-    expect(exit, stderr).toBe(0);
-    const proposed = /^proposal (\w+): (\w+)$/.exec(lines[0]?.line ?? '');
-    const voted = /^voted: (\w+)$/.exec(lines[1]?.line ?? '');
-    if (!proposed || !voted) throw new Error(`unexpected output: ${lines.map((l) => l.line).join(' | ')}`);
-    const [, second, secondSignature] = proposed;
-    await reported('dao.proposal_created', lines[0]?.at ?? 0, (d) => d.data.proposal === second && d.data.signature === secondSignature && d.data.name === 'Burn the treasury');
-    await reported('dao.vote_cast', lines[1]?.at ?? 0, (d) => d.data.signature === voted[1] && d.data.vote === 'deny');
-    await reported('dao.proposal_failed', lines[1]?.at ?? 0, (d) => d.data.proposal === second);
+    const governanceFlow = async () => {
+      // 2. Governance, while the cliff approaches (both flows run at once), with the holder script (scripts/holder.ts):
+      // deposit, propose, vote approve (tips → Succeeded) through its functions.
+      const dao = { realm: new PublicKey(results.dao.realm), governance: new PublicKey(results.dao.governance), mint };
+      await depositGoverningTokens(connection, creator, dao.realm, mint, 600_000_000_000n);
+      const proposedAt = Date.now();
+      const first = await createProposal(connection, creator, dao, 'Fund the grants programme');
+      await reported('dao.proposal_created', proposedAt, (d) => d.data.proposal === first.proposal.toBase58() && d.data.signature === first.signature);
+      const votedAt = Date.now();
+      const yes = await castVote(connection, creator, dao, first.proposal, true);
+      await reported('dao.vote_cast', votedAt, (d) => d.data.signature === yes);
+      await reported('dao.proposal_passed', votedAt, (d) => d.data.proposal === first.proposal.toBase58());
+      // A second proposal, denied by the same majority (tips → Defeated), with the script's command
+      // line as the README shows it; delays count from the line it prints once each transaction is confirmed.
+      const keypairFile = join(t.dir, 'creator.json');
+      writeFileSync(keypairFile, JSON.stringify([...creator.secretKey]));
+      const cli = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', '..', 'scripts', 'holder.ts'), 'propose', launch.id, keypairFile, 'Burn the treasury', 'deny'], {
+        env: { ...process.env, SERVICE_URL: base, API_KEY: key, RPC_URL: cluster?.url ?? '', RPC_WS_URL: cluster?.wsUrl ?? '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      cli.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const lines: Array<{ line: string; at: number }> = [];
+      createInterface({ input: cli.stdout }).on('line', (line) => lines.push({ line, at: Date.now() }));
+      const exit = await new Promise<number | null>((resolve) => cli.on('exit', resolve));
+      expect(exit, stderr).toBe(0);
+      const proposed = /^proposal (\w+): (\w+)$/.exec(lines[0]?.line ?? '');
+      const voted = /^voted: (\w+)$/.exec(lines[1]?.line ?? '');
+      if (!proposed || !voted) throw new Error(`unexpected output: ${lines.map((l) => l.line).join(' | ')}`);
+      const [, second, secondSignature] = proposed;
+      await reported('dao.proposal_created', lines[0]?.at ?? 0, (d) => d.data.proposal === second && d.data.signature === secondSignature && d.data.name === 'Burn the treasury');
+      await reported('dao.vote_cast', lines[1]?.at ?? 0, (d) => d.data.signature === voted[1] && d.data.vote === 'deny');
+      await reported('dao.proposal_failed', lines[1]?.at ?? 0, (d) => d.data.proposal === second);
+    };
 
-    // 3. Vesting: the cliff (a scheduled check), a claim one period after it, a claim after the last.
-    await reported('vesting.cliff_reached', Math.max(cliffTime * 1000, complete.at));
-    const escrow = new PublicKey(results.vesting.escrow);
-    const recipientToken = getAssociatedTokenAddressSync(mint, beneficiary.publicKey, false, TOKEN_PROGRAM_ID);
-    const tail = [
-      { pubkey: TOKEN_PROGRAM_ID, isSigner: false, isWritable: false },
-      { pubkey: eventAuthorityAddress(), isSigner: false, isWritable: false },
-      { pubkey: LOCK, isSigner: false, isWritable: false },
-    ];
-    const claimData = (name: string, extra: Buffer) => Buffer.concat([instructionDiscriminator(name), Buffer.from(new BN('18446744073709551615').toArray('le', 8)), extra]);
-    // claim (v1): [escrow, escrow_token, recipient, recipient_token, token_program, event_authority, program]
-    const claimV1 = new TransactionInstruction({
-      programId: LOCK,
-      keys: [
-        { pubkey: escrow, isSigner: false, isWritable: true },
-        { pubkey: new PublicKey(results.vesting.escrowTokenAccount), isSigner: false, isWritable: true },
-        { pubkey: beneficiary.publicKey, isSigner: true, isWritable: true },
-        { pubkey: recipientToken, isSigner: false, isWritable: true },
-        ...tail,
-      ],
-      data: claimData('claim', Buffer.alloc(0)),
-    });
-    await untilChainTime(cliffTime + PERIOD_S + 1);
-    const c1 = await send([createAssociatedTokenAccountIdempotentInstruction(beneficiary.publicKey, recipientToken, beneficiary.publicKey, mint), claimV1], [beneficiary]);
-    const firstClaim = await reported('vesting.claimed', c1.sentAt, (d) => d.data.signature === c1.signature);
-    await untilChainTime(cliffTime + 2 * PERIOD_S + 1);
-    // The last claim with the holder script's claimVesting (Jupiter Lock claim_v2).
-    const c2 = { sentAt: Date.now(), signature: '' };
-    c2.signature = await claimVesting(connection, beneficiary, escrow, mint);
-    const lastClaim = await reported('vesting.claimed', c2.sentAt, (d) => d.data.signature === c2.signature);
-    const done = await reported('vesting.complete', c2.sentAt);
+    const vestingFlow = async () => {
+      // 3. Vesting: the cliff (a scheduled check), a claim one period after it, a claim after the last.
+      await reported('vesting.cliff_reached', Math.max(cliffTime * 1000, complete.at));
+      const escrow = new PublicKey(results.vesting.escrow);
+      const recipientToken = getAssociatedTokenAddressSync(mint, beneficiary.publicKey, false, TOKEN_PROGRAM_ID);
+      const tail = [
+        { pubkey: TOKEN_PROGRAM_ID, isSigner: false, isWritable: false },
+        { pubkey: eventAuthorityAddress(), isSigner: false, isWritable: false },
+        { pubkey: LOCK, isSigner: false, isWritable: false },
+      ];
+      const claimData = (name: string, extra: Buffer) => Buffer.concat([instructionDiscriminator(name), Buffer.from(new BN('18446744073709551615').toArray('le', 8)), extra]);
+      // claim (v1): [escrow, escrow_token, recipient, recipient_token, token_program, event_authority, program]
+      const claimV1 = new TransactionInstruction({
+        programId: LOCK,
+        keys: [
+          { pubkey: escrow, isSigner: false, isWritable: true },
+          { pubkey: new PublicKey(results.vesting.escrowTokenAccount), isSigner: false, isWritable: true },
+          { pubkey: beneficiary.publicKey, isSigner: true, isWritable: true },
+          { pubkey: recipientToken, isSigner: false, isWritable: true },
+          ...tail,
+        ],
+        data: claimData('claim', Buffer.alloc(0)),
+      });
+      await untilChainTime(cliffTime + PERIOD_S + 1);
+      const c1 = await send([createAssociatedTokenAccountIdempotentInstruction(beneficiary.publicKey, recipientToken, beneficiary.publicKey, mint), claimV1], [beneficiary]);
+      const firstClaim = await reported('vesting.claimed', c1.sentAt, (d) => d.data.signature === c1.signature);
+      await untilChainTime(cliffTime + 2 * PERIOD_S + 1);
+      // The last claim with the holder script's claimVesting (Jupiter Lock claim_v2).
+      const c2 = { sentAt: Date.now(), signature: '' };
+      c2.signature = await claimVesting(connection, beneficiary, escrow, mint);
+      const lastClaim = await reported('vesting.claimed', c2.sentAt, (d) => d.data.signature === c2.signature);
+      const done = await reported('vesting.complete', c2.sentAt);
+      return { escrow, recipientToken, c1, c2, firstClaim, lastClaim, done };
+    };
+    const [, { escrow, recipientToken, c1, c2, firstClaim, lastClaim, done }] = await Promise.all([governanceFlow(), vestingFlow()]);
 
     if (RECORD) {
       const stored = await (t.service.chain as EmbeddedBackend).storedTransaction(c2.signature);
