@@ -28,7 +28,10 @@ export function schedMsOf(pid: number | undefined): { run: number; wait: number 
 export interface CpuSampler {
   /** False where /proc is not available: then nothing below means anything. */
   readonly available: boolean;
-  /** CPU ms the process used between two wall-clock instants ({@link wallNow}), interpolated between samples. */
+  /**
+   * CPU ms its event loop (the main thread) used between two wall-clock instants ({@link wallNow}),
+   * interpolated between samples; all threads together where /proc/<pid>/schedstat is missing.
+   */
   cpuBetween(start: number, end: number): number;
   /**
    * The share of the CPU time its event loop asked for that it got between two instants: time on a
@@ -40,16 +43,17 @@ export interface CpuSampler {
 }
 
 /**
- * Samples a process's CPU time every `intervalMs`. What a health request waited for can then be told
+ * Samples a process's CPU time every `intervalMs` (the event loop's own where the kernel reports
+ * it per thread, so the WAL checkpointer and the garbage collector's helper threads do not count). What a health request waited for can then be told
  * apart: CPU the service spent on other work meanwhile (its own doing), or a machine that gave the
  * service no core (time during which the service used no CPU at all).
  */
 export function sampleCpu(pid: number | undefined, intervalMs = 50): CpuSampler {
   const points: Array<{ wall: number; cpu: number; run: number; wait: number }> = [];
   const take = () => {
-    const cpu = cpuMsOf(pid);
-    const sched = schedMsOf(pid) ?? { run: 0, wait: 0 };
-    if (cpu !== undefined) points.push({ wall: wallNow(), cpu, ...sched });
+    const sched = schedMsOf(pid);
+    const cpu = sched?.run ?? cpuMsOf(pid);
+    if (cpu !== undefined) points.push({ wall: wallNow(), cpu, run: sched?.run ?? 0, wait: sched?.wait ?? 0 });
   };
   take();
   const timer = setInterval(take, intervalMs);
