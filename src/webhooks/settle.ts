@@ -5,7 +5,7 @@ import { delayHonouringRetryAfter } from './retryAfter.js';
 import { retryDelayAfter } from './schedule.js';
 import { insertAttempts, type AttemptRow } from './sql/attempts.js';
 import { insertDeadLetter } from '../deadLetters/store.js';
-import { markDelivered, markFailed, scheduleRetry } from './sql/settleDeliveries.js';
+import { markDeliveredMany, markFailed, scheduleRetry } from './sql/settleDeliveries.js';
 
 export type SettleResult = 'delivered' | 'retrying' | 'failed' | 'lease_lost';
 
@@ -33,15 +33,26 @@ export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleR
  * the attempt rows of those whose lease still held in one insert.
  */
 export async function settleAttemptsIn(trx: Tx, inputs: readonly SettleInput[]): Promise<SettleResult[]> {
-  const results: SettleResult[] = [];
-  const logged: Array<Omit<AttemptRow, 'id'>> = [];
-  for (const input of inputs) {
-    const result = await settleState(trx, input);
-    results.push(result);
-    // A newer claim holds the delivery: it owns the delivery and its log now.
-    if (result !== 'lease_lost') logged.push(attemptRow(input));
+  const results: SettleResult[] = new Array<SettleResult>(inputs.length);
+  // Successes (most of them) are marked delivered in one statement per status code and time.
+  const delivered = new Map<string, number[]>();
+  inputs.forEach((input, i) => {
+    if (!input.outcome.ok) return;
+    const key = `${input.outcome.statusCode}:${input.now}:${input.owner}`;
+    delivered.set(key, [...(delivered.get(key) ?? []), i]);
+  });
+  for (const indexes of delivered.values()) {
+    const first = inputs[indexes[0]!]!;
+    const leases = indexes.map((i) => ({ id: inputs[i]!.delivery.id, owner: inputs[i]!.owner, token: inputs[i]!.delivery.lease_token }));
+    const held = await markDeliveredMany(trx, leases, { now: first.now, statusCode: first.outcome.statusCode });
+    for (const i of indexes) results[i] = held.has(inputs[i]!.delivery.id) ? 'delivered' : 'lease_lost';
   }
-  await insertAttempts(trx, logged);
+  for (let i = 0; i < inputs.length; i++) if (!inputs[i]!.outcome.ok) results[i] = await settleState(trx, inputs[i]!);
+  // A newer claim holds a lost delivery: it owns the delivery and its log now.
+  await insertAttempts(
+    trx,
+    inputs.filter((_, i) => results[i] !== 'lease_lost').map(attemptRow),
+  );
   return results;
 }
 
@@ -60,12 +71,11 @@ function attemptRow(input: SettleInput): Omit<AttemptRow, 'id'> {
   };
 }
 
-/** The delivery's new state, only while this exact claim holds it; the dead letter after the last failure. */
+/** A failed attempt's new state, only while this exact claim holds the delivery; the dead letter after the last failure. */
 async function settleState(trx: Tx, input: SettleInput): Promise<SettleResult> {
   const { delivery, outcome, now } = input;
   const attempt = delivery.attempt_count;
   const args = { id: delivery.id, owner: input.owner, token: delivery.lease_token, now, statusCode: outcome.statusCode, error: outcome.errorMessage };
-  if (outcome.ok) return (await markDelivered(trx, args)) ? 'delivered' : 'lease_lost';
   const scheduled = retryDelayAfter(input.schedule, attempt);
   if (scheduled !== undefined) {
     const delay = delayHonouringRetryAfter(input.schedule, attempt, scheduled, outcome.retryAfterMs);

@@ -40,14 +40,16 @@ export interface SettleArgs extends DeliveryLease {
   error: string | null;
 }
 
-/** Marks a leased delivery delivered; false when the lease was lost to a newer claim. */
-export async function markDelivered(db: DbOrTx, a: SettleArgs): Promise<boolean> {
-  const r = await db
+/** Marks several leased deliveries delivered in one statement; returns the ids whose lease still held (the others were lost to newer claims). */
+export async function markDeliveredMany(db: DbOrTx, leases: readonly DeliveryLease[], a: { now: number; statusCode: number | null }): Promise<Set<string>> {
+  if (leases.length === 0) return new Set();
+  const rows = await db
     .updateTable('deliveries')
     .set({ status: 'delivered', lease_owner: null, lease_expires_at: null, last_status_code: a.statusCode, last_error: null, completed_at: a.now, updated_at: a.now })
-    .where(held(a))
-    .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+    .where((eb) => eb.or(leases.map((lease) => held(lease)(eb))))
+    .returning('id')
+    .execute();
+  return new Set(rows.map((r) => r.id));
 }
 
 /** Schedules the next attempt of a leased delivery; false when the lease was lost. */
