@@ -6,8 +6,10 @@ import { claimLaunch } from '../../src/launches/runStore.js';
 import { insertLaunch } from '../../src/launches/store.js';
 import { newId } from '../../src/lib/ids.js';
 import { claimDueWatches, insertWatches } from '../../src/watcher/store.js';
+import { manualClock } from '../../src/lib/clock.js';
+import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
 import { onPostgres } from '../support/database.js';
-import { createTestDb, type TestDb } from '../support/webhooks.js';
+import { commitEvents, createTestDb, insertLaunch as insertWebhookLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 
 // The PostgreSQL half only (TEST_DATABASE_URL): claims by several processes at once, which SQLite
 // (one writer, one process per data directory) cannot have.
@@ -97,5 +99,31 @@ describe.skipIf(!onPostgres)('PostgreSQL (SPEC §12)', () => {
     );
     expect(seen).toHaveLength(120);
     expect(new Set(seen).size).toBe(120);
+  });
+
+  it('deliveries claimed by four processes at once: each delivery goes to exactly one of them, with one attempt counted', async () => {
+    const clock = manualClock(Date.now());
+    const box = newSecretBox();
+    // 3 hosts x 40 events, a per-host cap high enough that the cap is not what limits the claims.
+    for (const port of [9, 10, 11]) {
+      const launchId = await insertWebhookLaunch(t.db, clock, { url: `http://127.0.0.${port}:9/h`, secret: 'whsec_race', box, owner: 'deliveries' });
+      await commitEvents(t.db, clock, launchId, 40);
+    }
+    const seen: string[] = [];
+    await Promise.all(
+      pools.flatMap((p, i) =>
+        Array.from({ length: 3 }, async () => {
+          for (;;) {
+            const claimed = await claimDueDeliveries(p.db, { owner: `dispatcher-${i}`, now: clock.now(), leaseMs: 60_000, limit: 5, perHostCap: 1000, excludeEndpoints: [], maxAttempts: 5 });
+            if (claimed.length === 0) return;
+            seen.push(...claimed.map((d) => d.id));
+          }
+        }),
+      ),
+    );
+    expect(seen).toHaveLength(120);
+    expect(new Set(seen).size).toBe(120);
+    const rows = await t.db.selectFrom('deliveries').select(['attempt_count', 'lease_token']).where('launch_id', 'in', (eb) => eb.selectFrom('launches').select('id').where('owner', '=', 'deliveries')).execute();
+    expect(rows.every((r) => r.attempt_count === 1 && r.lease_token === 1)).toBe(true);
   });
 });

@@ -53,3 +53,16 @@ export async function refuseInserts(db: Db, table: string, only?: { column: stri
   const when = only ? ` when new.${only.column} = '${only.value}'` : '';
   await sql.raw(`create trigger refuse before insert on ${table}${when} begin select raise(abort, 'disk full'); end`).execute(db);
 }
+
+/**
+ * Lets `ms` of lease time pass: the test's clock advances, and on PostgreSQL — where leases run on
+ * the database server's clock (SPEC §12), which a test cannot jump — every live lease deadline
+ * (launches, deliveries, watches) moves `ms` into the past instead, which is the same to a claim.
+ */
+export async function passLeaseTime(db: Db, clock: { advance(ms: number): void }, ms: number): Promise<void> {
+  clock.advance(ms);
+  if (!onPostgres) return;
+  for (const table of ['launches', 'deliveries', 'watches']) {
+    await sql`update ${sql.table(table)} set lease_expires_at = lease_expires_at - ${ms} where lease_owner is not null`.execute(db);
+  }
+}

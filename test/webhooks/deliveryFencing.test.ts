@@ -5,7 +5,7 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { createBreakerRegistry } from '../../src/webhooks/breakerRegistry.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
 import { settleAttempt } from '../../src/webhooks/settle.js';
-import { refuseInserts } from '../support/database.js';
+import { passLeaseTime, refuseInserts } from '../support/database.js';
 import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
 
@@ -30,7 +30,7 @@ describe('fenced delivery leases and exact attempts', () => {
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box }), 1);
     const claim = () => claimDueDeliveries(tdb.db, { owner: 'A', now: clock.now(), leaseMs: LEASE_MS, limit: 10, perHostCap: 10, excludeEndpoints: [], maxAttempts: 5 });
     const [stale] = await claim();
-    clock.advance(2 * LEASE_MS);
+    await passLeaseTime(tdb.db, clock, 2 * LEASE_MS);
     const [fresh] = await claim();
     expect(fresh).toMatchObject({ id: stale!.id, lease_owner: 'A', attempt_count: 2 });
     expect(fresh!.lease_token).toBeGreaterThan(stale!.lease_token);
@@ -53,7 +53,7 @@ describe('fenced delivery leases and exact attempts', () => {
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 1);
     const first = engine.dispatcher.runOnce();
     await arrival;
-    clock.advance(2 * LEASE_MS);
+    await passLeaseTime(tdb.db, clock, 2 * LEASE_MS);
     expect(await engine.dispatcher.runOnce()).toBe(0);
     expect(receiver.requests).toHaveLength(1);
     await first;
@@ -70,7 +70,7 @@ describe('fenced delivery leases and exact attempts', () => {
     await refuseInserts(tdb.db, 'delivery_attempts');
     for (let round = 0; round < 10; round++) {
       await engine.dispatcher.runOnce();
-      clock.advance(LEASE_MS + 3_600_000);
+      await passLeaseTime(tdb.db, clock, LEASE_MS + 3_600_000);
     }
     await engine.dispatcher.runOnce();
     await engine.stop();

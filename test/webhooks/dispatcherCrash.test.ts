@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { manualClock } from '../../src/lib/clock.js';
+import { passLeaseTime } from '../support/database.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createWebhookEngine } from '../../src/webhooks/engine.js';
 import { commitEvents, createTestDb, insertLaunch, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';
@@ -63,7 +64,8 @@ describe('crash safety', () => {
     expect(before.some((d) => d.status === 'pending' && d.lease_owner !== null)).toBe(true); // leases it held when it died
 
     // Restart: a new engine on the same file, its clock past the dead worker's 2 s leases.
-    clock.set(Date.now() + 60_000);
+    clock.set(Date.now());
+    await passLeaseTime(tdb.db, clock, 60_000);
     const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { maxInFlight: 32, maxInFlightPerHost: 16 } }), secretBox: box });
     await engine.dispatcher.drain();
     await engine.stop();

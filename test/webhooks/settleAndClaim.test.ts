@@ -1,4 +1,4 @@
-import { refuseInserts } from '../support/database.js';
+import { passLeaseTime, refuseInserts } from '../support/database.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { settleAndClaim } from '../../src/webhooks/settleAndClaim.js';
@@ -45,7 +45,7 @@ describe('settling attempts and claiming in one transaction', () => {
     expect(byId.get(rows[2]!.id)).toMatchObject({ status: 'delivered', lease_owner: null });
     const logged = await tdb.db.selectFrom('delivery_attempts').select('delivery_id').execute();
     expect(logged.map((r) => r.delivery_id).sort()).toEqual([rows[0]!.id, rows[2]!.id].sort());
-    clock.advance(60_000);
+    await passLeaseTime(tdb.db, clock, 60_000);
     const again = await claimDueDeliveries(tdb.db, { owner: 'B', now: clock.now(), leaseMs: 60_000, limit: 10, perHostCap: 10, excludeEndpoints: [], maxAttempts: 5 });
     expect(again.map((r) => r.id)).toEqual([rows[1]!.id]);
   });

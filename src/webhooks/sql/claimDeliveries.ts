@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { DbOrTx } from '../../db/database.js';
 import type { DeliveryRow } from '../../db/schema.js';
+import { isPostgres, leaseDeadline, leaseNow } from '../../db/dialect.js';
 
 export interface ClaimArgs {
   owner: string;
@@ -44,6 +45,11 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
   // A trial takes turns among the endpoint's waiting deliveries (least recently touched first), so
   // one delivery that keeps failing cannot be every trial while the others wait.
   const order = args.onlyEndpoint !== undefined ? sql`y.updated_at, y.next_attempt_at` : sql`y.next_attempt_at`;
+  // Lease deadlines: the lease clock here, the database's on PostgreSQL (src/db/dialect.ts).
+  const leaseClock = leaseNow(db, args.now);
+  // PostgreSQL: the candidates are locked where they are picked, so concurrent claimers in other
+  // processes skip them instead of claiming them twice or waiting; the ranking above stays unlocked.
+  const lock = isPostgres(db) ? sql`for update of y skip locked` : sql``;
   const { rows } = await sql<DeliveryRow>`
     with recursive hosts(h) as (
       select (select host from deliveries where status = 'pending' order by host limit 1)
@@ -53,7 +59,7 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
     busy_hosts as (
       select hosts.h as host,
         (select count(*) from deliveries b
-          where b.host = hosts.h and b.lease_owner is not null and b.status = 'pending' and b.lease_expires_at > ${args.now}) as busy
+          where b.host = hosts.h and b.lease_owner is not null and b.status = 'pending' and b.lease_expires_at > ${leaseClock}) as busy
       from hosts
       where hosts.h is not null ${only}
     ),
@@ -62,10 +68,10 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
       join deliveries c on c.id in (
         select y.id from deliveries y
         where y.status = 'pending' and y.host = bh.host and y.next_attempt_at <= ${args.now}
-          and (y.lease_owner is null or y.lease_expires_at <= ${args.now}) ${excluded} ${onlyEndpoint}
+          and (y.lease_owner is null or y.lease_expires_at <= ${leaseClock}) ${excluded} ${onlyEndpoint}
           and y.attempt_count < ${args.maxAttempts} ${running}
         order by ${order}
-        limit ${args.perHostCap})
+        limit ${args.perHostCap} ${lock})
       where bh.busy < ${args.perHostCap}
     ),
     ranked as (
@@ -74,7 +80,7 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
       from candidates k
     )
     update deliveries
-    set lease_owner = ${args.owner}, lease_expires_at = ${args.now + args.leaseMs}, attempt_count = attempt_count + 1,
+    set lease_owner = ${args.owner}, lease_expires_at = ${leaseDeadline(db, args.now, args.leaseMs)}, attempt_count = attempt_count + 1,
       lease_token = lease_token + 1, updated_at = ${args.now}
     where id in (select id from ranked where rn + busy <= ${args.perHostCap} order by next_attempt_at, created_at limit ${args.limit})
     returning *`.execute(db);

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
 import { insertDeadLetter } from '../../deadLetters/store.js';
+import { isPostgres, leaseNow } from '../../db/dialect.js';
 
 export interface SpentDelivery {
   id: string;
@@ -34,11 +35,13 @@ export async function failSpentDeliveriesIn(trx: Tx, args: SpentArgs): Promise<S
     .innerJoin('launches as l', 'l.id', 'd.launch_id')
     .select(['d.id', 'd.launch_id', 'd.event_id', 'd.attempt_count', 'd.lease_token', 'd.last_error', 'l.owner'])
     .where('d.lease_owner', 'is not', null)
-    .where('d.lease_expires_at', '<=', args.now)
+    .where('d.lease_expires_at', '<=', leaseNow(trx, args.now))
     .where('d.status', '=', 'pending')
     .where('d.attempt_count', '>=', args.maxAttempts)
     .$if(running.length > 0, (q) => q.where('d.id', 'not in', running))
     .limit(args.limit ?? 100)
+    // PostgreSQL: rows another instance is failing (or settling) right now are left to it.
+    .$if(isPostgres(trx), (q) => q.forUpdate(['d']).skipLocked())
     .execute();
   const failed: SpentDelivery[] = [];
   for (const row of spent) {
@@ -49,7 +52,7 @@ export async function failSpentDeliveriesIn(trx: Tx, args: SpentArgs): Promise<S
       .where('id', '=', row.id)
       .where('lease_token', '=', row.lease_token)
       .where('status', '=', 'pending')
-      .where(sql<boolean>`lease_expires_at <= ${args.now}`)
+      .where(sql<boolean>`lease_expires_at <= ${leaseNow(trx, args.now)}`)
       .executeTakeFirst();
     if (r.numUpdatedRows === 0n) continue;
     await insertDeadLetter(trx, {
