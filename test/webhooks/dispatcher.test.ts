@@ -150,7 +150,7 @@ describe('the local queue and the bounded stop', () => {
     await waitFor(() => receiver.requests.length === 1);
     expect(dispatcher.queued()).toBe(1);
     // While the first attempt is out, the queued delivery's lease expires and dispatcher B claims it.
-    clock.advance(LEASE_MS);
+    await passLeaseTime(tdb.db, clock, LEASE_MS);
     const secondId = (await split()).others[0]!.id;
     const taken = (await claimAs('B')).find((r) => r.id === secondId);
     expect(taken).toBeDefined();

@@ -47,7 +47,9 @@ export async function claimDeliveryWork(db: DbOrTx, args: ClaimArgs): Promise<Cl
       endpoint: row.endpoint,
       attempt: row.attempt_count,
       token: row.lease_token,
-      leaseExpiresAt: row.lease_expires_at ?? args.now + args.leaseMs,
+      // On the caller's lease clock: on PostgreSQL the row's deadline is on the database's clock
+      // (src/db/dialect.ts), which this process's clock need not agree with; on SQLite the two are equal.
+      leaseExpiresAt: args.now + args.leaseMs,
       ctx,
     });
   }
