@@ -1,7 +1,7 @@
 import { request } from 'undici';
 import { spawnBenchChild } from './child.js';
 import { runLoad } from './load.js';
-import { result, type BenchResult } from './types.js';
+import { roundsResult, type BenchResult } from './types.js';
 
 const CONNECTIONS = 32;
 
@@ -22,15 +22,17 @@ async function loadChild(mode: 'service' | 'bare', durationMs: number, env: Reco
   }
 }
 
-/** `health`: GET /api/health of the real server vs a bare node:http server answering the same JSON. */
+/** `health`: GET /api/health of the real server vs a bare node:http server answering the same JSON, three rounds back to back; medians (see roundsResult). */
 export async function benchHealth(durationMs = 5000): Promise<{ result: BenchResult; note: string }> {
-  let real = 0;
-  let bare = 0;
-  for (let round = 0; round < 2; round++) {
+  const rounds: Array<{ value: number; baseline: number }> = [];
+  for (let round = 0; round < 3; round++) {
     const service = await loadChild('service', durationMs);
-    real = Math.max(real, service.requestsPerSecond);
     const baseline = await loadChild('bare', durationMs, { BENCH_HEALTH_BODY: service.body, BENCH_HEALTH_HEADERS: JSON.stringify(service.headers) });
-    bare = Math.max(bare, baseline.requestsPerSecond);
+    rounds.push({ value: service.requestsPerSecond, baseline: baseline.requestsPerSecond });
   }
-  return { result: result('health', real, 'requests/s', bare), note: `${CONNECTIONS} keep-alive connections, ${durationMs / 1000} s per run, server in its own process; the bare server answers the same body and headers` };
+  const ratios = rounds.map((r) => (r.value / r.baseline).toFixed(2)).join(' / ');
+  return {
+    result: roundsResult('health', rounds, 'requests/s'),
+    note: `${CONNECTIONS} keep-alive connections, ${durationMs / 1000} s per run, server in its own process; the bare server answers the same body and headers; three rounds back to back, medians, round ratios ${ratios}`,
+  };
 }

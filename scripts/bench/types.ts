@@ -31,3 +31,20 @@ export function percentile(samples: number[], p: number): number {
   const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[rank] ?? Number.NaN;
 }
+
+/** Median of samples (the mean of the middle two for an even count). */
+export function median(samples: number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? Number.NaN) : ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2;
+}
+
+/**
+ * A result measured in alternating rounds (value then baseline, back to back): the medians of each,
+ * and as ratio the median of the rounds' own ratios, so a machine whose load drifts between rounds
+ * does not pair a lucky baseline with an unlucky value.
+ */
+export function roundsResult(name: string, rounds: Array<{ value: number; baseline: number }>, unit: string): BenchResult {
+  const base = result(name, median(rounds.map((r) => r.value)), unit, median(rounds.map((r) => r.baseline)));
+  return { ...base, ratio: Math.round(median(rounds.map((r) => (r.baseline === 0 ? 0 : r.value / r.baseline))) * 1000) / 1000 };
+}
