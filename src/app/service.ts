@@ -1,12 +1,14 @@
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { ensureDevelopmentKey } from '../auth/devKey.js';
 import type { CreatedKey } from '../auth/apiKeys.js';
 import { ChainReadCache } from '../cache/chainReadCache.js';
 import type { ChainBackend } from '../chain/backend.js';
 import { createSecretBox } from '../crypto/secretBox.js';
 import { acquireWriterLock } from '../db/writerLock.js';
+import { createPostgresWakeups, noWakeups } from '../db/wakeups.js';
+import { newId } from '../lib/ids.js';
 import { migrateToLatest, openConfiguredDatabase, openDatabase, type Db } from '../db/database.js';
 import { ConfigError, type Config } from '../config/config.js';
 import { cachedHealth } from '../health/cachedHealth.js';
@@ -102,7 +104,12 @@ export async function createService(
     closers.push(() => chain.close());
     const cache = new ChainReadCache(chain, clock, logger.child({ component: 'cache' }));
 
-    const webhooks = createWebhookService({ db, clock, logger, config, secretBox });
+    // Several instances on one PostgreSQL database wake each other (LISTEN/NOTIFY); polling stays the fallback.
+    const wakeups = config.postgres
+      ? createPostgresWakeups({ url: config.postgres.url, instanceId: newId('ins', 8), logger, execute: (q) => db.executeQuery(CompiledQuery.raw(q.text, q.values)) })
+      : noWakeups;
+    closers.push(() => wakeups.close());
+    const webhooks = createWebhookService({ db, clock, logger, config, secretBox, wakeups });
     const runner = new LaunchRunner({
       db,
       clock,
@@ -152,6 +159,9 @@ export async function createService(
     const health = cachedHealth(runChecks, clock, config.healthCacheMs);
 
     const launchRunner = runner;
+    /** A launch was queued or re-queued: this instance's runner and, through the database, the others'. */
+    const wakeLaunches = () => (launchRunner.wake(), wakeups.publish('launches'));
+    wakeups.on('launches', () => launchRunner.wake());
     const metrics = createMetrics({ db, clock, breakers: webhooks.breakers, health });
     const dashboard = createDashboardRoutes({
       db,
@@ -170,7 +180,7 @@ export async function createService(
         redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id })),
         wake: (kind) => {
           webhooks.signal.notify();
-          if (kind === 'launch') launchRunner.wake();
+          if (kind === 'launch') wakeLaunches();
         },
       },
     });
@@ -190,10 +200,10 @@ export async function createService(
         hostLabel: config.production ? createHostLabeler(config.secretKey) : undefined,
         engine: webhooks.engine,
         testSecret: config.webhooks.testSecret,
-        launchSignal: { notify: () => (webhooks.signal.notify(), launchRunner.wake()) },
+        launchSignal: { notify: () => (webhooks.signal.notify(), wakeLaunches()) },
         checkCapabilities: (request) => checkCapabilities(chain, request),
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
-        wakeRunner: () => launchRunner.wake(),
+        wakeRunner: wakeLaunches,
       }),
       observe: observeRequests(metrics),
       pages: [
@@ -222,6 +232,7 @@ export async function createService(
         webhooks.start();
         launchRunner.start();
         watcher.start();
+        void wakeups.start();
         // Idempotency keys are kept 24 h; sweep the expired ones hourly.
         void purgeKeys();
         janitor = setInterval(() => void purgeKeys(), 3600_000);

@@ -111,6 +111,8 @@ export interface BreakerRegistryDeps {
   syncMs?: number;
   /** How long the half-open trial lease lasts; at least an attempt's longest run (default 60 s). */
   trialLeaseMs?: number;
+  /** Runs after this instance changed a breaker's state (the service tells the other instances). */
+  onChange?: () => void;
 }
 
 const noRow = (): StoredBreaker => ({ state: initialBreakerState, version: -1, trialOwner: null, trialUntil: null });
@@ -191,7 +193,11 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
       const next = change(current.state);
       if (sameState(current.state, next)) return;
       const version = await compareAndSetBreaker(deps.db, { endpoint, host: hostOfEndpoint(endpoint), version: current.version, next, now: deps.clock.now() });
-      if (version !== undefined) return remember(endpoint, { state: next, version, trialOwner: null, trialUntil: null });
+      if (version !== undefined) {
+        remember(endpoint, { state: next, version, trialOwner: null, trialUntil: null });
+        if (next.state !== current.state.state) deps.onChange?.();
+        return;
+      }
       const fresh = await loadBreaker(deps.db, endpoint);
       if (fresh) remember(endpoint, fresh);
     }

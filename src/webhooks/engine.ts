@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { startLoopLagMonitor, type LoopLag } from '../lib/loopLag.js';
+import { noWakeups, type Wakeups } from '../db/wakeups.js';
 import { createBreakerRegistry, type BreakerRegistry } from './breakerRegistry.js';
 import { createDispatcher, type Dispatcher } from './dispatcher.js';
 import type { HostLookup } from './guardedConnector.js';
@@ -21,6 +22,8 @@ export interface WebhookEngineDeps {
   lookup?: HostLookup;
   /** The process's event-loop delay monitor (one is started when not given). */
   loopLag?: LoopLag;
+  /** Wake-ups between instances on one PostgreSQL database (none on SQLite). */
+  wakeups?: Wakeups;
 }
 
 /** The webhook delivery side, built once by the composition root. */
@@ -62,7 +65,15 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
   // A lease shorter than an attempt could expire mid-flight and cause a duplicate send.
   const leaseMs = Math.max(webhooks.leaseMs, webhooks.timeoutMs + 5_000);
   // The half-open trial lease outlives the trial attempt for the same reason (one trial across instances).
-  const breakers = createBreakerRegistry({ db: deps.db, clock: deps.clock, logger: deps.logger, policy: breaker, trialLeaseMs: leaseMs });
+  const wakeups = deps.wakeups ?? noWakeups;
+  const breakers = createBreakerRegistry({
+    db: deps.db,
+    clock: deps.clock,
+    logger: deps.logger,
+    policy: breaker,
+    trialLeaseMs: leaseMs,
+    onChange: () => wakeups.publish('breakers'),
+  });
   const dispatcher = createDispatcher({
     db: deps.db,
     clock: deps.clock,
@@ -85,8 +96,12 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       pollIntervalMs: webhooks.pollIntervalMs,
     },
   });
+  // Another instance committed events, or changed a breaker: look now instead of at the next poll.
+  wakeups.on('deliveries', () => dispatcher.notify());
+  wakeups.on('breakers', () => (breakers.invalidate(), dispatcher.notify()));
   return {
-    signal: dispatcher,
+    // Our own commits wake our dispatcher and, through the database, the other instances'.
+    signal: deps.wakeups ? { notify: () => (dispatcher.notify(), wakeups.publish('deliveries')) } : dispatcher,
     dispatcher,
     breakers,
     client,

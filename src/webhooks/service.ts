@@ -7,6 +7,7 @@ import type { BreakerRegistry } from './breakerRegistry.js';
 import { createWebhookEngine, type WebhookEngine } from './engine.js';
 import type { HostLookup } from './guardedConnector.js';
 import type { OutboxSignal } from './outbox.js';
+import type { Wakeups } from '../db/wakeups.js';
 
 export interface WebhookServiceDeps {
   db: Db;
@@ -15,6 +16,8 @@ export interface WebhookServiceDeps {
   config: Pick<Config, 'production' | 'webhooks' | 'breaker'> & Partial<Pick<Config, 'endpoints'>>;
   secretBox: SecretBox;
   lookup?: HostLookup;
+  /** Wake-ups between instances on one PostgreSQL database (none on SQLite). */
+  wakeups?: Wakeups;
 }
 
 /** Everything the composition root needs from the webhook side (its routes are wired in `src/app/`). */
