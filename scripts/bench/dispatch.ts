@@ -11,54 +11,73 @@ import { result, type BenchResult } from './types.js';
 
 /**
  * Deliveries/s of the real dispatcher draining a pre-filled outbox (claim, sign, POST, settle +
- * attempt log), for at most `maxMs`: deliveries settled as delivered / elapsed time.
+ * attempt log), for at most `maxMs`: deliveries settled as delivered / elapsed time. With `hosts`
+ * > 1, `count` events are spread over that many receivers (each its own host: 127.0.0.1 and a port).
  */
-export async function measureDispatcher(count: number, maxMs: number): Promise<{ perSecond: number; perHost: number; delivered: number }> {
+export async function measureDispatcher(
+  count: number,
+  maxMs: number,
+  options: { hosts?: number; env?: Record<string, string> } = {},
+): Promise<{ perSecond: number; perHost: number; maxInFlight: number; delivered: number }> {
   const bdb = await createBenchDb();
-  const receiver = await startBenchReceiver();
+  const receivers = await Promise.all(Array.from({ length: options.hosts ?? 1 }, () => startBenchReceiver()));
   try {
-    const config = benchConfig(bdb.dir, bdb.secretKey);
-    const launchId = await insertBenchLaunch(bdb.db, bdb.box, receiver.url);
-    await prefillOutbox(bdb.db, launchId, receiver.url, count);
+    const config = benchConfig(bdb.dir, bdb.secretKey, options.env);
+    const each = Math.ceil(count / receivers.length);
+    for (const receiver of receivers) {
+      const launchId = await insertBenchLaunch(bdb.db, bdb.box, receiver.url);
+      await prefillOutbox(bdb.db, launchId, receiver.url, each);
+    }
+    const total = each * receivers.length;
     const engine = createWebhookEngine({ db: bdb.db, clock: systemClock, logger: silentLogger(), config, secretBox: bdb.box });
     const started = performance.now();
     engine.start();
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([receiver.waitFor(count), new Promise((resolve) => (timer = setTimeout(resolve, maxMs)))]);
+    const all = Promise.all(receivers.map((r) => r.waitFor(each)));
+    await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, maxMs)))]);
     clearTimeout(timer);
     await engine.stop(); // waits for the attempts in flight to be settled and logged
     const seconds = (performance.now() - started) / 1000;
     const delivered = Number((await bdb.db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow()).n);
     const logged = Number((await bdb.db.selectFrom('delivery_attempts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
     if (delivered === 0 || logged < delivered) throw new Error(`dispatch bench: ${delivered} delivered, ${logged} attempts logged`);
-    return { perSecond: delivered / seconds, perHost: config.webhooks.maxInFlightPerHost, delivered };
+    if (delivered > total) throw new Error(`dispatch bench: ${delivered} delivered of ${total}`);
+    return { perSecond: delivered / seconds, perHost: config.webhooks.maxInFlightPerHost, maxInFlight: config.webhooks.maxInFlight, delivered };
   } finally {
-    await receiver.close();
+    await Promise.all(receivers.map((r) => r.close()));
     await bdb.close();
   }
 }
 
-/** Raw signed POSTs of the same bodies with the same undici client and the same concurrency, no database. */
-export async function measureRawPosts(count: number, concurrency: number): Promise<number> {
-  const receiver = await startBenchReceiver();
+/**
+ * Raw signed POSTs of the same bodies with the same undici client, no database: `concurrency`
+ * workers per receiver (`hosts` receivers).
+ */
+export async function measureRawPosts(count: number, concurrency: number, hosts = 1): Promise<number> {
+  const receivers = await Promise.all(Array.from({ length: hosts }, () => startBenchReceiver()));
   const client = createWebhookHttpClient({ timeoutMs: 10_000, guard: false });
   try {
     const body = JSON.stringify({ id: 'evt_bench', event: 'launch.step_complete', timestamp: new Date().toISOString(), launchId: 'lch_bench', sequence: 1, data: { step: 'create_mint', index: 0, total: 3, transactions: [] } });
-    let next = 0;
+    const each = Math.ceil(count / hosts);
     const started = performance.now();
-    const worker = async () => {
-      while (next < count) {
-        const i = next++;
+    const worker = async (url: string, next: { i: number }) => {
+      while (next.i < each) {
+        const i = next.i++;
         const headers = buildDeliveryHeaders({ secrets: [BENCH_SECRET], body, event: 'launch.step_complete', eventId: `evt_${i}`, attempt: 1, requestId: 'req_bench', timestampSeconds: Math.floor(Date.now() / 1000) });
-        const outcome = await client.send({ url: receiver.url, body, headers });
+        const outcome = await client.send({ url, body, headers });
         if (!outcome.ok) throw new Error(`raw POST failed: ${outcome.errorClass ?? outcome.statusCode}`);
       }
     };
-    await Promise.all(Array.from({ length: concurrency }, worker));
-    return count / ((performance.now() - started) / 1000);
+    await Promise.all(
+      receivers.flatMap((receiver) => {
+        const next = { i: 0 };
+        return Array.from({ length: concurrency }, () => worker(receiver.url, next));
+      }),
+    );
+    return (each * hosts) / ((performance.now() - started) / 1000);
   } finally {
     await client.close();
-    await receiver.close();
+    await Promise.all(receivers.map((r) => r.close()));
   }
 }
 
@@ -76,6 +95,27 @@ export async function benchDispatch(count = 5000, maxMs = 8000): Promise<{ resul
   }
   return {
     result: result('dispatch', best, 'deliveries/s', raw),
-    note: `backlog ${count} events to one host, ${delivered} delivered in ≤${maxMs / 1000} s; per-host cap ${perHost} = raw concurrency`,
+    note: `backlog ${count} events to one host, ${delivered} delivered in ≤${maxMs / 1000} s, every attempt logged; per-host cap ${perHost} = raw concurrency`,
+  };
+}
+
+/**
+ * `dispatch-20x8`: the dispatcher delivering to 20 receivers (20 hosts) with 8 in flight per host
+ * (`WEBHOOK_MAX_IN_FLIGHT=160`, so the global cap does not bind), against raw signed POSTs with 8
+ * workers per receiver; alternated twice, best of each.
+ */
+export async function benchDispatchHosts(hosts = 20, perHost = 8, count = 10_000, maxMs = 10_000): Promise<{ result: BenchResult; note: string }> {
+  let best = 0;
+  let raw = 0;
+  let delivered = 0;
+  const env = { WEBHOOK_MAX_IN_FLIGHT: String(hosts * perHost), WEBHOOK_MAX_IN_FLIGHT_PER_HOST: String(perHost) };
+  for (let round = 0; round < 2; round++) {
+    const d = await measureDispatcher(count, maxMs, { hosts, env });
+    if (d.perSecond > best) ({ perSecond: best, delivered } = d);
+    raw = Math.max(raw, await measureRawPosts(count, perHost, hosts));
+  }
+  return {
+    result: result(`dispatch-${hosts}x${perHost}`, best, 'deliveries/s', raw),
+    note: `${count} events over ${hosts} receivers (${count / hosts} each), ${perHost} in flight per host, global cap ${hosts * perHost}; ${delivered} delivered in ≤${maxMs / 1000} s, every attempt logged`,
   };
 }

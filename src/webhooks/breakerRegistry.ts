@@ -113,6 +113,8 @@ export interface BreakerRegistryDeps {
   trialLeaseMs?: number;
   /** Runs after this instance changed a breaker's state (the service tells the other instances). */
   onChange?: () => void;
+  /** A closed breaker with no failures and no attempt for this long is dropped from memory (default 10 min). */
+  idleEvictMs?: number;
 }
 
 const noRow = (): StoredBreaker => ({ state: initialBreakerState, version: -1, trialOwner: null, trialUntil: null });
@@ -136,6 +138,12 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
   const owner = deps.owner ?? newId('brk', 8);
   const syncMs = deps.syncMs ?? 1000;
   const trialLeaseMs = deps.trialLeaseMs ?? 60_000;
+  // A closed breaker with no failures reads the same as one never seen (`get` falls back to closed),
+  // so such entries are dropped once idle and not read back in: memory holds the endpoints that
+  // matter (open, half-open, failing) and the ones in use, not every endpoint ever attempted.
+  const idleEvictMs = deps.idleEvictMs ?? 10 * 60_000;
+  const lastUsed = new Map<string, number>();
+  let nextSweepAt = -Infinity;
   let loaded = false;
   let stale = false;
   let lastSync = 0;
@@ -204,6 +212,21 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
     log.warn({ endpoint }, 'breaker update lost the race eight times; the next outcome tries again');
   }
 
+  /** Drops idle, closed, failure-free endpoints (looked at most once a minute). */
+  function sweep(now: number): void {
+    if (now < nextSweepAt) return;
+    nextSweepAt = now + Math.min(idleEvictMs, 60_000);
+    for (const [endpoint, e] of entries) {
+      if (e.state.state !== 'closed' || e.state.failures > 0 || trials.has(endpoint)) continue;
+      if (now - (lastUsed.get(endpoint) ?? -Infinity) < idleEvictMs) continue;
+      entries.delete(endpoint);
+      circuits.get(endpoint)?.shutdown();
+      circuits.delete(endpoint);
+      lastUsed.delete(endpoint);
+    }
+    for (const endpoint of lastUsed.keys()) if (!entries.has(endpoint) && now - lastUsed.get(endpoint)! >= idleEvictMs) lastUsed.delete(endpoint);
+  }
+
   /** True when this instance holds the trial lease of `e` with at least half of it left. */
   function holdsTrial(e: StoredBreaker, now: number): boolean {
     return e.state.state === 'half-open' && e.trialOwner === owner && e.trialUntil !== null && e.trialUntil - now >= trialLeaseMs / 2;
@@ -248,7 +271,11 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
       if (loaded && !stale && deps.clock.now() - lastSync < syncMs) return Promise.resolve();
       syncing ??= loadBreakers(deps.db)
         .then((rows) => {
-          for (const [endpoint, row] of rows) remember(endpoint, row);
+          for (const [endpoint, row] of rows) {
+            // A closed, failure-free breaker we do not hold says nothing a missing one does not.
+            if (!entries.has(endpoint) && row.state.state === 'closed' && row.state.failures === 0) continue;
+            remember(endpoint, row);
+          }
           loaded = true;
           stale = false;
           lastSync = deps.clock.now();
@@ -266,6 +293,7 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
         await apply(endpoint, (s) => advanceBreaker(s, now, deps.policy));
         await leaseTrial(endpoint, now);
       }
+      sweep(now);
     },
     blockedEndpoints() {
       return [...entries].filter(([, e]) => e.state.state !== 'closed').map(([endpoint]) => endpoint);
@@ -288,6 +316,7 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
       return get(endpoint).state === 'closed';
     },
     async execute(endpoint, trial, attempt) {
+      lastUsed.set(endpoint, deps.clock.now());
       let outcome: AttemptOutcome;
       try {
         outcome = await circuit(endpoint).fire(attempt);
