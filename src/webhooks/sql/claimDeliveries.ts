@@ -50,6 +50,28 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
   // PostgreSQL: the candidates are locked where they are picked, so concurrent claimers in other
   // processes skip them instead of claiming them twice or waiting; the ranking above stays unlocked.
   const lock = isPostgres(db) ? sql`for update of y skip locked` : sql``;
+  const due = sql`y.status = 'pending' and y.host = bh.host and y.next_attempt_at <= ${args.now}
+          and (y.lease_owner is null or y.lease_expires_at <= ${leaseClock}) ${excluded} ${onlyEndpoint}
+          and y.attempt_count < ${args.maxAttempts} ${running}`;
+  // Each host's first few due deliveries. PostgreSQL: a LATERAL subquery runs once per host; the
+  // `c.id in (…)` form SQLite plans well runs its subquery once per row of the table there (and
+  // locks as it goes), so a claim cost grew with the backlog (3000 pending: 0.2-2 s per claim).
+  const candidates = isPostgres(db)
+    ? sql`
+      select c.id, c.host, c.next_attempt_at, c.created_at, bh.busy from busy_hosts bh
+      cross join lateral (
+        select y.id, y.host, y.next_attempt_at, y.created_at from deliveries y
+        where ${due} and bh.busy < ${args.perHostCap}
+        order by ${order}
+        limit ${args.perHostCap} ${lock}) c`
+    : sql`
+      select c.id, c.host, c.next_attempt_at, c.created_at, bh.busy from busy_hosts bh
+      join deliveries c on c.id in (
+        select y.id from deliveries y
+        where ${due}
+        order by ${order}
+        limit ${args.perHostCap} ${lock})
+      where bh.busy < ${args.perHostCap}`;
   const { rows } = await sql<DeliveryRow>`
     with recursive hosts(h) as (
       select (select host from deliveries where status = 'pending' order by host limit 1)
@@ -63,17 +85,7 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
       from hosts
       where hosts.h is not null ${only}
     ),
-    candidates as (
-      select c.id, c.host, c.next_attempt_at, c.created_at, bh.busy from busy_hosts bh
-      join deliveries c on c.id in (
-        select y.id from deliveries y
-        where y.status = 'pending' and y.host = bh.host and y.next_attempt_at <= ${args.now}
-          and (y.lease_owner is null or y.lease_expires_at <= ${leaseClock}) ${excluded} ${onlyEndpoint}
-          and y.attempt_count < ${args.maxAttempts} ${running}
-        order by ${order}
-        limit ${args.perHostCap} ${lock})
-      where bh.busy < ${args.perHostCap}
-    ),
+    candidates as (${candidates}),
     ranked as (
       select k.id, k.next_attempt_at, k.created_at, k.busy,
         row_number() over (partition by k.host order by k.next_attempt_at, k.created_at) as rn
