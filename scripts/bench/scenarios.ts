@@ -6,6 +6,7 @@ import { benchHealth } from './health.js';
 import { benchIsolation } from './isolation.js';
 import { benchLatency } from './latency.js';
 import { benchPipeline } from './pipeline.js';
+import { benchPostgres } from './postgres.js';
 import type { BenchResult, BenchRow } from './types.js';
 import { benchWatch } from './watch.js';
 
@@ -38,6 +39,8 @@ const goals: Record<string, Goal> = {
   'watch-event-latency-p99': { text: '≤ 3000 ms', met: (r) => r.value <= 3000 },
   'watch-event-latency-p50': { text: '(reported)', met: () => true },
   'watch-reads-per-event': { text: '(reported)', met: () => true },
+  'dispatch-pg-1': { text: '(reported)', met: () => true },
+  'dispatch-pg-2': { text: '(reported)', met: () => true },
 };
 
 function rows(results: BenchResult[], note: string): BenchRow[] {
@@ -58,5 +61,13 @@ export const scenarios: Scenario[] = [
   { name: 'pipeline', run: async () => (({ result, note }) => rows([result], note))(await benchPipeline(100)) },
   { name: 'watch', run: async () => (({ results, note }) => rows(results, note))(await benchWatch(1000, 20)) },
   { name: 'burst', run: async () => (({ results, note }) => rows(results, note))(await benchBurst(Number(process.env.BENCH_BURST_LAUNCHES ?? 2000))) },
+  {
+    name: 'postgres',
+    run: async () => {
+      const { results, note } = await benchPostgres(3000, 10_000);
+      if (results.length === 0) process.stdout.write(`(postgres ${note}) `);
+      return rows(results, note);
+    },
+  },
   { name: 'dashboard', run: async () => (({ results, note }) => rows(results, note))(await benchDashboard(10_000, 10, 20)) },
 ];
