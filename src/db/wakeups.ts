@@ -1,5 +1,4 @@
 import pg from 'pg';
-import type { Logger } from '../lib/logger.js';
 
 /**
  * Cross-instance wake-ups (SPEC §12). With several instances on one PostgreSQL database, work one
@@ -34,12 +33,17 @@ export const noWakeups: Wakeups = {
 export const WAKE_CHANNEL = 'launch_service_wake';
 const KINDS: readonly WakeKind[] = ['deliveries', 'launches', 'breakers'];
 
+/** What the wake-ups log (pino's shape; `db/` sits beside `lib/` and does not import it). */
+export interface WakeupsLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
 export interface PostgresWakeupsOptions {
   /** The database's postgres:// URL (the listen connection is opened from it). */
   url: string;
   /** This instance's id: its own notifications come back to it and are ignored. */
   instanceId: string;
-  logger: Logger;
+  logger: WakeupsLogger;
   /** Runs one statement on the shared pool (the NOTIFY); the service passes its kysely database. */
   execute(statement: { text: string; values: unknown[] }): Promise<unknown>;
   /** First and longest wait before re-opening a dropped listen connection (default 250 ms .. 10 s). */
@@ -47,7 +51,7 @@ export interface PostgresWakeupsOptions {
 }
 
 export function createPostgresWakeups(options: PostgresWakeupsOptions): Wakeups {
-  const log = options.logger.child({ component: 'wakeups' });
+  const log = { warn: (fields: Record<string, unknown>, message: string) => options.logger.warn({ component: 'wakeups', ...fields }, message) };
   const handlers = new Map<WakeKind, Array<() => void>>(KINDS.map((k) => [k, []]));
   const publishing = new Map<WakeKind, 'idle' | 'sending' | 'again'>(KINDS.map((k) => [k, 'idle']));
   const reconnect = options.reconnectMs ?? { min: 250, max: 10_000 };
