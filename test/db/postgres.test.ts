@@ -126,4 +126,32 @@ describe.skipIf(!onPostgres)('PostgreSQL (SPEC §12)', () => {
     const rows = await t.db.selectFrom('deliveries').select(['attempt_count', 'lease_token']).where('launch_id', 'in', (eb) => eb.selectFrom('launches').select('id').where('owner', '=', 'deliveries')).execute();
     expect(rows.every((r) => r.attempt_count === 1 && r.lease_token === 1)).toBe(true);
   });
+
+  it('a per-host cap holds across processes: a claim sees the leases of one that has not committed yet', async () => {
+    const clock = manualClock(Date.now());
+    const box = newSecretBox();
+    const launchId = await insertWebhookLaunch(t.db, clock, { url: 'http://127.0.0.77:9/capped', secret: 'whsec_cap', box, owner: 'capped' });
+    await commitEvents(t.db, clock, launchId, 40);
+    const claim = (db: Db, owner: string) => claimDueDeliveries(db, { owner, now: clock.now(), leaseMs: 60_000, limit: 4, perHostCap: 4, excludeEndpoints: [], maxAttempts: 5 });
+    let other: Promise<unknown[]> | undefined;
+    // Process A claims the host's whole cap inside its settle-and-claim transaction; before A
+    // commits, process B claims too. B must wait for A and then find the host full.
+    const mine = await pools[0]!.db.transaction().execute(async (trx) => {
+      const rows = await claim(trx, 'A');
+      other = claim(pools[1]!.db, 'B');
+      const waiting = async () => {
+        for (;;) {
+          const { rows: w } = await sql<{ n: number }>`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(t.db);
+          if (w[0]!.n > 0) return;
+          await new Promise((r) => setImmediate(r));
+        }
+      };
+      await Promise.race([other, waiting()]);
+      return rows;
+    });
+    expect(mine).toHaveLength(4);
+    expect(await other).toEqual([]);
+    const leased = await t.db.selectFrom('deliveries').select('id').where('launch_id', '=', launchId).where('lease_owner', 'is not', null).execute();
+    expect(leased).toHaveLength(4);
+  });
 });

@@ -38,6 +38,29 @@ export interface ClaimArgs {
  */
 export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
   if (args.limit <= 0) return [];
+  if (!isPostgres(db)) return claimIn(db, args);
+  // PostgreSQL, several instances: the per-host cap counts every instance's live leases, which two
+  // claims running at once would not see of each other. Claims therefore take turns on one
+  // transaction-scoped advisory lock (held from the claim to its commit, a few ms), so each sees
+  // the leases of the one before it; SKIP LOCKED still keeps them clear of rows others are settling.
+  if (db.isTransaction) {
+    await lockClaims(db);
+    return claimIn(db, args);
+  }
+  return db.transaction().execute(async (trx) => {
+    await lockClaims(trx);
+    return claimIn(trx, args);
+  });
+}
+
+/** Any constant both sides agree on: the key of the delivery-claim advisory lock. */
+const CLAIM_LOCK_KEY = 0x64_6c_76_63; // 'dlvc'
+
+async function lockClaims(trx: DbOrTx): Promise<void> {
+  await sql`select pg_advisory_xact_lock(${CLAIM_LOCK_KEY})`.execute(trx);
+}
+
+async function claimIn(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
   const excluded = args.excludeEndpoints.length > 0 ? sql`and y.endpoint not in (${sql.join(args.excludeEndpoints)})` : sql``;
   const only = args.onlyHost !== undefined ? sql`and hosts.h = ${args.onlyHost}` : sql``;
   const running = args.running && args.running.length > 0 ? sql`and y.id not in (${sql.join([...args.running])})` : sql``;
