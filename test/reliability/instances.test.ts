@@ -28,6 +28,8 @@ const MAX_IN_FLIGHT = 16;
 const MAX_ATTEMPTS = 5;
 const SECRET = 'whsec_instances_0123456789abcdef';
 const BREAKER_RESET_MS = 3_000;
+// Per key and minute; the launches below use one key (63 requests), the rate-limit test another.
+const RATE_LIMIT = 100;
 
 /** Resolves when `check` is true, checking every `everyMs`; fails with `what` after `timeoutMs`. */
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000, everyMs = 100): Promise<void> {
@@ -93,7 +95,7 @@ describe.skipIf(!onPostgres)('three instances on one PostgreSQL database and one
       SECRET_KEY: randomBytes(32).toString('base64'),
       LOG_LEVEL: 'silent',
       NODE_ENV: 'development',
-      RATE_LIMIT_PER_MINUTE: '1000000',
+      RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT),
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT),
       WEBHOOK_POLL_INTERVAL_MS: '200ms',
@@ -211,4 +213,28 @@ describe.skipIf(!onPostgres)('three instances on one PostgreSQL database and one
       await host.close();
     }
   }, 90_000);
+
+  it(`a rate limit of ${RATE_LIMIT}/min holds across the three instances (±1 window)`, async () => {
+    const limited = (await createApiKey(db, { owner: 'limited', scopes: ['launches:read'], now: Date.now() })).key;
+    const firstWindow = Math.floor(Date.now() / 60_000);
+    const statuses: number[] = [];
+    // Three at a time, one to each instance, 1.5 × the limit in all.
+    for (let i = 0; i < (RATE_LIMIT * 3) / 2; i += INSTANCES) {
+      statuses.push(
+        ...(await Promise.all(
+          services.map(async (s) => {
+            const res = await request(`${s!.origin}/api/launches?limit=1`, { headers: { authorization: `Bearer ${limited}` } });
+            await res.body.dump();
+            return res.statusCode;
+          }),
+        )),
+      );
+    }
+    const windows = Math.floor(Date.now() / 60_000) - firstWindow + 1;
+    const admitted = statuses.filter((s) => s === 200).length;
+    expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
+    // In one window exactly the limit gets through, whichever instance answers; across a minute boundary at most one more window's worth.
+    if (windows === 1) expect(admitted).toBe(RATE_LIMIT);
+    else expect(admitted).toBeLessThanOrEqual(RATE_LIMIT * windows);
+  }, 60_000);
 });
