@@ -69,8 +69,14 @@ function holds(lease: LaunchLease) {
     eb.and([eb('launches.id', '=', lease.launchId), eb('launches.lease_owner', '=', lease.owner), eb('launches.lease_token', '=', lease.token)]);
 }
 
-/** The lease condition for a write to one of the launch's steps. */
-function stepUnderLease(lease: LaunchLease, step: string) {
+/**
+ * The lease condition for a write to one of the launch's steps. On PostgreSQL the launch row is read
+ * FOR SHARE: at READ COMMITTED an UPDATE re-checks only the rows it updates, so a plain EXISTS could
+ * pass on a token another instance's claim has just replaced (its commit unseen by this statement),
+ * and the step write — a pending transaction about to be sent — would land under a lost lease. The
+ * share lock waits for such a claim and re-reads the row; a claim meanwhile skips the locked row.
+ */
+function stepUnderLease(db: DbOrTx, lease: LaunchLease, step: string) {
   return (eb: ExpressionBuilder<Database, 'launch_steps'>) =>
     eb.and([
       eb('launch_steps.launch_id', '=', lease.launchId),
@@ -81,7 +87,8 @@ function stepUnderLease(lease: LaunchLease, step: string) {
           .select(sql<number>`1`.as('one'))
           .where('launches.id', '=', lease.launchId)
           .where('launches.lease_owner', '=', lease.owner)
-          .where('launches.lease_token', '=', lease.token),
+          .where('launches.lease_token', '=', lease.token)
+          .$if(isPostgres(db), (q) => q.forShare()),
       ),
     ]);
 }
@@ -113,7 +120,7 @@ export async function startStep(db: DbOrTx, lease: LaunchLease, args: { step: st
   const row = await db
     .updateTable('launch_steps')
     .set((eb) => ({ status: 'running' as const, attempts: eb('attempts', '+', 1), started_at: sql<number>`coalesce(started_at, ${args.now})` }))
-    .where(stepUnderLease(lease, args.step))
+    .where(stepUnderLease(db, lease, args.step))
     .returning('attempts')
     .executeTakeFirst();
   if (!row) throw new LeaseLostError(lease.launchId);
@@ -145,7 +152,7 @@ export async function savePendingTx(
     conn
       .updateTable('launch_steps')
       .set({ pending_tx: JSON.stringify(args.pending) })
-      .where(stepUnderLease(lease, args.step))
+      .where(stepUnderLease(db, lease, args.step))
       .executeTakeFirst();
   // PostgreSQL commits durably by default (synchronous_commit = on): an ordinary write.
   if (args.durability === 'ordered' || isPostgres(db)) {
@@ -172,7 +179,7 @@ export async function completeStep(
   const result = await db
     .updateTable('launch_steps')
     .set({ status: 'complete', result: JSON.stringify(args.result), transactions: JSON.stringify(args.transactions), error: null, completed_at: args.now })
-    .where(stepUnderLease(lease, args.step))
+    .where(stepUnderLease(db, lease, args.step))
     .executeTakeFirst();
   orThrow(lease, changed(result));
 }
@@ -182,7 +189,7 @@ export async function deferStep(db: DbOrTx, lease: LaunchLease, args: { step: st
   const result = await db
     .updateTable('launch_steps')
     .set({ status: 'pending', error: JSON.stringify(args.error) })
-    .where(stepUnderLease(lease, args.step))
+    .where(stepUnderLease(db, lease, args.step))
     .executeTakeFirst();
   orThrow(lease, changed(result));
 }
@@ -192,7 +199,7 @@ export async function failStep(db: DbOrTx, lease: LaunchLease, args: { step: str
   await db
     .updateTable('launch_steps')
     .set({ status: 'failed', error: JSON.stringify(args.error), completed_at: args.now })
-    .where(stepUnderLease(lease, args.step))
+    .where(stepUnderLease(db, lease, args.step))
     .execute();
 }
 

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres, type Db } from '../../src/db/database.js';
 import { isPostgres } from '../../src/db/dialect.js';
-import { claimLaunch } from '../../src/launches/runStore.js';
+import { claimLaunch, LeaseLostError, savePendingTx } from '../../src/launches/runStore.js';
 import { insertLaunch } from '../../src/launches/store.js';
 import { newId } from '../../src/lib/ids.js';
 import { claimDueWatches, insertWatches } from '../../src/watcher/store.js';
@@ -153,5 +153,29 @@ describe.skipIf(!onPostgres)('PostgreSQL (SPEC §12)', () => {
     expect(await other).toEqual([]);
     const leased = await t.db.selectFrom('deliveries').select('id').where('launch_id', '=', launchId).where('lease_owner', 'is not', null).execute();
     expect(leased).toHaveLength(4);
+  });
+
+  it('a step write under a lease that another process is taking over waits for that claim and then writes nothing', async () => {
+    const now = Date.now();
+    await insertLaunch(t.db, { id: 'lch_takeover', owner: 'takeover', request: '{}', webhookUrl: 'http://127.0.0.1:9/h', webhookSecretEnc: 'x', requestId: 'r', steps: ['create_mint'], now });
+    // Process A holds the launch (as a claim leaves it; other tests' launches are due too).
+    await t.db.updateTable('launches').set({ lease_owner: 'runner-A', lease_token: 1, lease_expires_at: now + 60_000 }).where('id', '=', 'lch_takeover').execute();
+    const lease = { launchId: 'lch_takeover', owner: 'runner-A', token: 1 };
+    // Process B takes the launch over (A's lease ran out, say) and has not committed yet when A,
+    // still running, records the transactions it is about to send.
+    const written = await pools[1]!.db.transaction().execute(async (trx) => {
+        await trx.updateTable('launches').set((eb) => ({ lease_owner: 'runner-B', lease_token: eb('lease_token', '+', 1) })).where('id', '=', 'lch_takeover').execute();
+        const save = savePendingTx(pools[2]!.db, lease, { step: 'create_mint', pending: { signatures: ['sigA'] } }).then(
+          () => 'written',
+          (error: unknown) => (error instanceof LeaseLostError ? 'lease lost' : `error: ${String(error)}`),
+        );
+        // Give A's statement time to run: without a lock on the launch row it commits at once.
+        const early = await Promise.race([save, new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+        return { early, save };
+    });
+    expect(written.early).toBe('waiting');
+    expect(await written.save).toBe('lease lost');
+    const step = await t.db.selectFrom('launch_steps').select('pending_tx').where('launch_id', '=', 'lch_takeover').executeTakeFirstOrThrow();
+    expect(step.pending_tx).toBeNull();
   });
 });
