@@ -73,11 +73,17 @@ export class RateLimiter implements RequestLimiter {
  * SQLite and PostgreSQL), so N instances together admit `limit` requests per window, not N × limit.
  * Windows are aligned to multiples of `windowMs` on each instance's clock, so instances agree on
  * them (a few ms of skew moves a request into the neighbouring window at most). Past windows are
- * deleted once per window. When the database cannot answer, the request is let through and logged:
+ * deleted once per window, keeping the previous one (another instance whose clock has not crossed
+ * the boundary yet still counts into it). A peek (the health probe's headers) reads no database: it
+ * answers from the highest count this instance saw for the subject in the current window, so health
+ * never waits on the pool. When the database cannot answer, the request is let through and logged:
  * the limiter protects the service, it is not a reason to refuse every caller.
  */
 export class SharedRateLimiter implements RequestLimiter {
   private lastSweep = 0;
+  /** The highest count this instance saw per subject, in window `seenWindow` (for peeks). */
+  private seen = new Map<string, number>();
+  private seenWindow = 0;
 
   constructor(
     readonly limit: number,
@@ -92,12 +98,15 @@ export class SharedRateLimiter implements RequestLimiter {
     const windowStart = now - (now % this.windowMs);
     const resetSeconds = Math.max(1, Math.ceil((windowStart + this.windowMs - now) / 1000));
     try {
-      await this.sweep(windowStart);
+      if (windowStart !== this.seenWindow) {
+        this.seen.clear();
+        this.seenWindow = windowStart;
+      }
       let count: number;
       if (peek) {
-        const row = await this.db.selectFrom('rate_limit_windows').select('count').where('subject', '=', subject).where('window_start', '=', windowStart).executeTakeFirst();
-        count = row?.count ?? 0;
+        count = this.seen.get(subject) ?? 0;
       } else {
+        await this.sweep(windowStart);
         const row = await this.db
           .insertInto('rate_limit_windows')
           .values({ subject, window_start: windowStart, count: 1 })
@@ -105,6 +114,7 @@ export class SharedRateLimiter implements RequestLimiter {
           .returning('count')
           .executeTakeFirstOrThrow();
         count = Number(row.count);
+        this.seen.set(subject, Math.max(count, this.seen.get(subject) ?? 0));
       }
       const allowed = peek ? count < this.limit : count <= this.limit;
       return { allowed, remaining: Math.max(0, this.limit - count), resetSeconds };
@@ -117,7 +127,7 @@ export class SharedRateLimiter implements RequestLimiter {
   private async sweep(windowStart: number): Promise<void> {
     if (windowStart <= this.lastSweep) return;
     this.lastSweep = windowStart;
-    await this.db.deleteFrom('rate_limit_windows').where('window_start', '<', windowStart).execute();
+    await this.db.deleteFrom('rate_limit_windows').where('window_start', '<', windowStart - this.windowMs).execute();
   }
 }
 
