@@ -8,7 +8,7 @@ import { startChainRpcServer, type ChainRpcServer } from '../../src/chain/embedd
 import { manualClock, systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
-import { onPostgres } from '../support/database.js';
+import { onPostgres, passLeaseTime } from '../support/database.js';
 import { commitProgress, insertWatches, listWatches, WatchFencedError, claimDueWatches, type WatchRow } from '../../src/watcher/store.js';
 import { ChainWatcher } from '../../src/watcher/watcher.js';
 import { MINT_SIZE, TOKEN_PROGRAM_ID, createAssociatedTokenAccountInstruction, createInitializeMint2Instruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
@@ -98,8 +98,12 @@ describe('chain watcher on the embedded chain', () => {
 
     // Downtime: two more transfers land while no watcher runs.
     sigs.push(await transfer(1_000_004), await transfer(1_000_005));
-    // The dead worker's lease (1 s) has expired for a clock 2 s ahead.
-    const resumed = runWorker({ ...env, CLOCK_OFFSET_MS: '2000' }, false);
+    // The dead worker's lease (1 s) expires: the next worker's clock runs 2 s ahead (SQLite leases
+    // follow it); on PostgreSQL leases follow the database clock (SPEC §12), so passLeaseTime moves
+    // the deadline 2 s into the past instead of waiting for it.
+    const workerClock = { offsetMs: 0, advance: (ms: number) => (workerClock.offsetMs += ms) };
+    await passLeaseTime(t.db, workerClock, 2000);
+    const resumed = runWorker({ ...env, CLOCK_OFFSET_MS: String(workerClock.offsetMs) }, false);
     expect(await resumed.line).toBe('done 5');
     const got = await events();
     expect(got.map((e) => e.data.signature)).toEqual(sigs);
