@@ -26,6 +26,8 @@ export type WatchRow = {
   lease_owner: string | null;
   lease_expires_at: number | null;
   fence: number;
+  /** A wake-up since the last claim (a pass in progress may have read history before it), else null. */
+  woken_at: number | null;
   created_at: number;
   updated_at: number;
 };
@@ -70,6 +72,7 @@ export async function insertWatches(trx: DbOrTx, args: { launchId: string; watch
         lease_owner: null,
         lease_expires_at: null,
         fence: 0,
+        woken_at: null,
         created_at: args.now,
         updated_at: args.now,
       })),
@@ -81,6 +84,7 @@ export async function insertWatches(trx: DbOrTx, args: { launchId: string; watch
  * Claims up to `limit` due watches with a lease; each claim bumps the watch's fencing token, so a
  * commit by an instance whose lease expired (and was claimed again) is refused. On PostgreSQL the
  * candidates are locked with `FOR UPDATE SKIP LOCKED` and lease deadlines use the database clock.
+ * The claim clears `woken_at`: the pass reads history after it, so an earlier wake-up is covered.
  */
 export async function claimDueWatches(db: Db, args: { owner: string; now: number; leaseMs: number; limit: number }): Promise<WatchRow[]> {
   return db.transaction().execute(async (trx) => {
@@ -98,7 +102,7 @@ export async function claimDueWatches(db: Db, args: { owner: string; now: number
     if (due.length === 0) return [];
     return tables(trx)
       .updateTable('watches')
-      .set((eb) => ({ lease_owner: args.owner, lease_expires_at: leaseDeadline(trx, args.now, args.leaseMs), fence: eb('fence', '+', 1) }))
+      .set((eb) => ({ lease_owner: args.owner, lease_expires_at: leaseDeadline(trx, args.now, args.leaseMs), fence: eb('fence', '+', 1), woken_at: null }))
       .where('id', 'in', due.map((d) => d.id))
       .returningAll()
       .execute();
@@ -141,24 +145,31 @@ export interface WatchProgress {
  * Commits the events with the cursor in one transaction, through the outbox, under the watch's
  * fencing token. An event already reported for the launch (same signature, instruction, event)
  * is skipped, so a replay after a crash reports nothing twice. Returns the events recorded.
+ * A wake-up that landed during the pass (`woken_at`, see {@link wakeWatches}) keeps the next check
+ * no later than it: the pass may have read history before that activity.
  */
 export async function commitProgress(db: Db, clock: Clock, watch: WatchRow, progress: WatchProgress): Promise<number> {
   return db.transaction().execute(async (trx) => {
     const now = clock.now();
     const updated = await tables(trx)
       .updateTable('watches')
-      .set({
+      .set((eb) => ({
         cursor: progress.cursor,
-        next_check_at: progress.nextCheckAt,
+        next_check_at: eb
+          .case()
+          .when(eb.and([eb('woken_at', 'is not', null), eb('woken_at', '<', progress.nextCheckAt)]))
+          .then(eb.ref('woken_at').$notNull())
+          .else(progress.nextCheckAt)
+          .end(),
         interval_ms: progress.intervalMs,
         last_checked_at: now,
         ...(progress.activity ? { last_activity_at: now } : {}),
         ...(progress.end ? { state: 'ended' as const, ended_reason: progress.end } : {}),
         ...(progress.clearCliff ? { cliff_at: null } : {}),
         ...(progress.context ? { context: JSON.stringify(progress.context) } : {}),
-        ...(progress.keepLease ? {} : { lease_owner: null, lease_expires_at: null }),
+        ...(progress.keepLease ? {} : { lease_owner: null, lease_expires_at: null, woken_at: null }),
         updated_at: now,
-      })
+      }))
       .where('id', '=', watch.id)
       .where('fence', '=', watch.fence)
       .executeTakeFirst();
@@ -188,7 +199,9 @@ export async function commitProgress(db: Db, clock: Clock, watch: WatchRow, prog
 
 /**
  * A wake-up (the chain saw activity on these addresses): their active watches become due now.
- * Only moves a check earlier; a hint that names an unwatched address changes nothing.
+ * Only moves a check earlier; a hint that names an unwatched address changes nothing. A watch
+ * leased by a pass in progress is also marked `woken_at`, so that pass's commit (which may have
+ * read history before this activity) does not push its next check a full interval away.
  */
 export async function wakeWatches(db: Db, addresses: readonly string[], now: number): Promise<number> {
   let woken = 0;
@@ -196,10 +209,13 @@ export async function wakeWatches(db: Db, addresses: readonly string[], now: num
     const chunk = addresses.slice(i, i + 500);
     const result = await tables(db)
       .updateTable('watches')
-      .set({ next_check_at: now })
+      .set((eb) => ({
+        next_check_at: eb.case().when('next_check_at', '>', now).then(now).else(eb.ref('next_check_at')).end(),
+        woken_at: eb.case().when('lease_owner', 'is not', null).then(now).else(eb.ref('woken_at')).end(),
+      }))
       .where('state', '=', 'active')
       .where('address', 'in', chunk)
-      .where('next_check_at', '>', now)
+      .where((w) => w.or([w('next_check_at', '>', now), w('lease_owner', 'is not', null)]))
       .executeTakeFirst();
     woken += Number(result.numUpdatedRows);
   }

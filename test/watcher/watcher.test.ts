@@ -9,7 +9,7 @@ import { manualClock, systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
 import { onPostgres, passLeaseTime } from '../support/database.js';
-import { commitProgress, insertWatches, listWatches, WatchFencedError, claimDueWatches, type WatchRow } from '../../src/watcher/store.js';
+import { commitProgress, insertWatches, listWatches, wakeWatches, WatchFencedError, claimDueWatches, type WatchRow } from '../../src/watcher/store.js';
 import { ChainWatcher } from '../../src/watcher/watcher.js';
 import { MINT_SIZE, TOKEN_PROGRAM_ID, createAssociatedTokenAccountInstruction, createInitializeMint2Instruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
 import type { HistoryTransaction } from '../../src/chain/history.js';
@@ -183,6 +183,48 @@ describe('chain watcher on the embedded chain', () => {
     expect((await events()).at(-1)?.data).toMatchObject({ signature, lamports: '44' });
     await polling.stop();
     await woken.stop();
+  });
+
+  it('a wake-up that lands during a pass (after it read history, before it commits) survives the commit: the watch stays due', async () => {
+    const clock = manualClock(Date.now() + 250_000);
+    await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ interval_ms: 600_000, next_check_at: 0, lease_owner: null }).where('launch_id', '=', launchId).execute();
+    // The pass reads one failed transaction (it emits nothing, so the idle watch's interval stays at
+    // its 10 min cap); while it holds the lease, a transfer lands and another instance that saw it
+    // wakes the watch. This watcher has no wake-up source of its own, so only that wake-up counts.
+    const failing = new Transaction().add(SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: watched, lamports: 1000 * LAMPORTS_PER_SOL }));
+    const failedSig = await connection.sendTransaction(failing, [sender], { skipPreflight: true });
+    expect((await connection.getSignatureStatus(failedSig)).value?.err).not.toBeNull();
+    const { onActivity: _, ...withoutWakeUps } = chain.history;
+    let during: string | undefined;
+    let woken = 0;
+    const watcher = new ChainWatcher({
+      db: t.db,
+      clock,
+      logger: silentLogger(),
+      chain: withoutWakeUps,
+      handlers: { transfers: transferHandler },
+      signal: noopSignal,
+      maxIntervalMs: 600_000,
+      beforeCommit: async () => {
+        if (during !== undefined) return;
+        during = await transfer(46);
+        woken = await wakeWatches(t.db, [watched.toBase58()], clock.now());
+      },
+    });
+    expect(await watcher.runOnce()).toBe(0);
+    const afterPass = await watchRow();
+    expect(Number(afterPass.interval_ms)).toBe(600_000);
+    expect(Number(afterPass.next_check_at)).toBeLessThanOrEqual(clock.now());
+    expect(woken).toBe(1);
+    // The next turn, with no time passing, reports the transfer.
+    expect(await watcher.runOnce()).toBe(1);
+    expect((await events()).at(-1)?.data).toMatchObject({ signature: during, lamports: '46' });
+    // The wake-up is spent: the watch is back on its own schedule (2 s after activity).
+    const settled = await watchRow();
+    expect(settled.woken_at).toBeNull();
+    expect(Number(settled.next_check_at)).toBe(clock.now() + 2000);
+    expect(await watcher.runOnce()).toBe(0);
+    await watcher.stop();
   });
 
   it('both backends read the instructions a transaction invoked (CPI) alike: the embedded index and the RPC cursor poller', async () => {

@@ -10,6 +10,7 @@ import * as m009 from './009_dashboard.js';
 import * as m010 from './010_webhook_endpoints.js';
 import * as m012 from './012_postgres.js';
 import * as m013 from './013_shared_breakers_rate_limits.js';
+import * as m017 from './017_watch_woken.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -24,6 +25,7 @@ export const migrations: Record<string, Migration> = {
   '010_webhook_endpoints': m010,
   '012_postgres': m012,
   '013_shared_breakers_rate_limits': m013,
+  '017_watch_woken': m017,
 };
 
 export const migrationProvider: MigrationProvider = {
