@@ -9,6 +9,7 @@ import { authenticate, rejectRefusedKey } from './middleware/auth.js';
 import { jsonBodyGuard } from './middleware/bodyGuards.js';
 import { rateLimit, type RequestLimiter } from './middleware/rateLimit.js';
 import { requestContext } from './middleware/requestId.js';
+import { refuseNulInUrl } from './middleware/urlGuard.js';
 
 export const API_VERSION = '2026-10-01';
 
@@ -62,11 +63,22 @@ function allowedMethods(app: Hono<AppEnv>): (path: string) => string[] {
   };
 }
 
+/**
+ * PostgreSQL refuses text holding a NUL character (SQLSTATE 22021 character_not_in_repertoire,
+ * 22P05 untranslatable_character) where SQLite stores it: input the routes let through is the
+ * caller's fault, a 400, not a 500.
+ */
+function refusedTextByDatabase(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === '22021' || code === '22P05';
+}
+
 /** Builds the HTTP app: tracing, limits, auth, the routes, one error envelope for everything. */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   if (deps.observe) app.use('*', deps.observe);
   app.use('*', requestContext({ logger: deps.logger, apiVersion: API_VERSION }));
+  app.use('*', refuseNulInUrl());
   app.use('/api/*', authenticate({ db: deps.db }));
   app.use('/api/*', rateLimit({ limiter: deps.limiter, exempt: (path) => path === '/api/health' }));
   app.use('/api/*', rejectRefusedKey());
@@ -95,6 +107,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       error = err;
     } else if (domain) {
       error = domain;
+    } else if (refusedTextByDatabase(err)) {
+      error = new ApiError(400, 'invalid_request', 'The request carries a character the database cannot store (a NUL character)');
     } else if (err instanceof HTTPException && err.status < 500) {
       error = new ApiError(err.status, STATUS_CODES[err.status] ?? 'invalid_request', err.message || 'Request refused');
     } else {
