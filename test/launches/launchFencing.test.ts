@@ -8,7 +8,7 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { stepExecutorsFor } from '../../src/app/serviceChain.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
 import { readMintBack } from '../chain/support/readBack.js';
-import { launchBody, TOKEN_LAUNCH_EVENTS } from '../support/fixtures.js';
+import { TOKEN_LAUNCH_EVENTS } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const LEASE_MS = 30_000;
@@ -24,8 +24,7 @@ async function setup() {
   t = await startTestService({ clock });
   const service = t.service;
   const key = await t.key('acme', ['launches:write', 'launches:read']);
-  const res = await t.request('/api/launches', { method: 'POST', key, json: launchBody() });
-  const launchId = ((await res.json()) as { launch: { id: string } }).launch.id;
+  const launchId = await t.createLaunch(key);
   const real = createChainStepRunner({ chain: service.chain, secretKey: t.config.secretKey, executors: stepExecutorsFor() });
   /** Runs of each step body (the chain work), by step name. */
   const runs: Record<string, number> = {};

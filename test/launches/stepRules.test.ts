@@ -7,7 +7,6 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { NonRetriableError, TransientError } from '../../src/lib/retry.js';
 import { stepExecutorsFor } from '../../src/app/serviceChain.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
-import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let t: TestService | undefined;
@@ -21,8 +20,7 @@ async function setup(options: { chain?: (real: ChainBackend) => ChainBackend; fi
   t = await startTestService({ clock });
   const service = t.service;
   const key = await t.key('acme', ['launches:write', 'launches:read']);
-  const res = await t.request('/api/launches', { method: 'POST', key, json: launchBody() });
-  const launchId = ((await res.json()) as { launch: { id: string } }).launch.id;
+  const launchId = await t.createLaunch(key);
   const chain = options.chain ? options.chain(service.chain) : service.chain;
   const runner = new LaunchRunner({
     db: service.db,

@@ -142,8 +142,7 @@ describe('launch_service_watch_lag_seconds', () => {
       const gauge = async () => sumSamples(parsePrometheusText(await (await t.request('/metrics')).text()), 'launch_service_watch_lag_seconds');
       expect(await gauge()).toBe(0);
       const key = await t.key('acme', ['launches:write']);
-      const res = await t.request('/api/launches', { method: 'POST', key, json: launchBody() });
-      const launchId = ((await res.json()) as { launch: { id: string } }).launch.id;
+      const launchId = await t.createLaunch(key);
       const now = Date.now();
       const watch = (id: string, state: string, due: number) =>
         sql`insert into watches (id, launch_id, kind, address, context, state, next_check_at, interval_ms, ends_at, created_at, updated_at)

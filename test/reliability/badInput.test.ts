@@ -15,8 +15,7 @@ beforeAll(async () => {
   t = await startTestService({ env: { RATE_LIMIT_PER_MINUTE: '1000000' } });
   served = await serveOnPort(t);
   keys = { writer: await t.key('acme', ['launches:write', 'launches:read']), admin: await t.key('ops', ['admin']) };
-  const res = await t.request('/api/launches', { method: 'POST', key: keys.writer, json: launchBody() });
-  launchId = ((await res.json()) as { launch: { id: string } }).launch.id;
+  launchId = await t.createLaunch(keys.writer);
   const created = await t.request('/api/webhook-endpoints', { method: 'POST', key: keys.writer, json: { url: 'http://127.0.0.1:9/hook' } });
   endpointId = ((await created.json()) as { endpoint: { id: string } }).endpoint.id;
 });

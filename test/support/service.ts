@@ -6,6 +6,7 @@ import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { createService, type Service } from '../../src/app/service.js';
 import { join } from 'node:path';
 import { testConfig } from './config.js';
+import { launchBody } from './fixtures.js';
 import { createPostgresDatabase, onPostgres } from './database.js';
 
 export interface TestService {
@@ -15,6 +16,8 @@ export interface TestService {
   /** Creates a key and returns its plaintext. */
   key(owner: string, scopes: Scope[]): Promise<string>;
   request(path: string, init?: RequestInit & { key?: string; json?: unknown }): Promise<Response>;
+  /** Creates a launch through the API (`launchBody()` unless given) and returns its id; throws unless 202. */
+  createLaunch(key: string, body?: Record<string, unknown>): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -35,7 +38,7 @@ export async function startTestService(options: { env?: Record<string, string>; 
     await pgDatabase?.drop();
     throw error;
   });
-  return {
+  const t: TestService = {
     service,
     config,
     dir,
@@ -50,10 +53,16 @@ export async function startTestService(options: { env?: Record<string, string>; 
       }
       return Promise.resolve(service.app.request(path, { ...init, headers, body }));
     },
+    async createLaunch(key, body = launchBody()) {
+      const res = await t.request('/api/launches', { method: 'POST', key, json: body });
+      if (res.status !== 202) throw new Error(`POST /api/launches answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { launch: { id: string } }).launch.id;
+    },
     async close() {
       await service.stop();
       cleanup();
       await pgDatabase?.drop();
     },
   };
+  return t;
 }
