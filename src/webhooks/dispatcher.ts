@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import { monotonicClock, type Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { createPollLoop } from '../lib/pollLoop.js';
+import { yieldToLoop } from '../lib/yieldToLoop.js';
 import type { Logger } from '../lib/logger.js';
 import type { BreakerRegistry } from './breakerRegistry.js';
 import { hostOfEndpoint } from './endpointKey.js';
@@ -130,7 +131,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     turn: async () => (void (await turn(true)), false),
     // Let the completions and commits of this turn of the event loop arrive first, so one claim
     // serves all the slots they freed.
-    afterSleep: () => new Promise<void>((resolve) => setImmediate(resolve)),
+    afterSleep: yieldToLoop,
   });
 
   function turn(claim: boolean): Promise<Item[]> {

@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import { settleAttemptsIn, type SettleInput, type SettleResult } from './settle.js';
+import { settleAttempt, settleAttemptsIn, type SettleInput, type SettleResult } from './settle.js';
 import type { ClaimArgs } from './sql/claimDeliveries.js';
 import { claimDeliveryWork, type ClaimedDelivery } from './sql/claimWork.js';
 import { failSpentDeliveriesIn, type SpentArgs, type SpentDelivery } from './sql/failSpentDeliveries.js';
@@ -47,7 +47,7 @@ export async function settleAndClaim(db: Db, input: SettleAndClaimInput): Promis
     const results: Array<SettleResult | Error> = [];
     for (const settle of input.settles) {
       try {
-        results.push((await db.transaction().execute((trx) => settleAttemptsIn(trx, [settle])))[0] ?? 'lease_lost');
+        results.push(await settleAttempt(db, settle));
       } catch (alone) {
         results.push(toError(alone));
       }

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { PostgresAdapter } from 'kysely';
 import type { Db } from '../../db/database.js';
+import { isPostgres } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { ApiError } from '../errors.js';
@@ -31,7 +31,7 @@ export interface RequestLimiter {
  * through the `rate_limit_windows` table.
  */
 export function createRateLimiter(deps: { db: Db; clock: Clock; logger: Logger; limit: number }): RequestLimiter {
-  return deps.db.getExecutor().adapter instanceof PostgresAdapter ? new SharedRateLimiter(deps.limit, deps.db, deps.clock, deps.logger) : new RateLimiter(deps.limit, deps.clock);
+  return isPostgres(deps.db) ? new SharedRateLimiter(deps.limit, deps.db, deps.clock, deps.logger) : new RateLimiter(deps.limit, deps.clock);
 }
 
 /** Fixed one-minute windows per key (or per client IP when anonymous), in this process's memory. */

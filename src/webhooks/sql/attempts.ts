@@ -5,12 +5,7 @@ import { newId } from '../../lib/ids.js';
 
 export type AttemptRow = Selectable<DeliveryAttemptsTable>;
 
-/** Logs one attempt (docs/delivery.md): number, time, status code, duration, error class, truncated body. */
-export async function insertAttempt(db: DbOrTx, row: Omit<AttemptRow, 'id'>): Promise<void> {
-  await insertAttempts(db, [row]);
-}
-
-/** Logs several attempts in one statement. */
+/** Logs attempts in one statement (docs/delivery.md): number, time, status code, duration, error class, truncated body. */
 export async function insertAttempts(db: DbOrTx, rows: ReadonlyArray<Omit<AttemptRow, 'id'>>): Promise<void> {
   if (rows.length === 0) return;
   await db

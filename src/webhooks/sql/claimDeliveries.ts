@@ -15,7 +15,7 @@ export interface ClaimArgs {
   excludeEndpoints: string[];
   /** Claim only for this host (the half-open trial's endpoint's host). */
   onlyHost?: string;
-  /** Attempts a delivery gets; one whose attempts are spent is never claimed (see failSpentDeliveries). */
+  /** Attempts a delivery gets; one whose attempts are spent is never claimed (see failSpentDeliveriesIn). */
   maxAttempts: number;
   /** Deliveries this dispatcher is attempting now: never claimed again by it, even with an expired lease. */
   running?: readonly string[];
@@ -28,7 +28,7 @@ export interface ClaimArgs {
  * lease expired, so a crashed dispatcher's work is reclaimed), and within the host's in-flight cap.
  * Claiming counts the attempt, so a crash mid-attempt still consumes it, and bumps the fencing token
  * that the settle must name. A delivery whose attempts are spent is not a candidate: it is failed
- * and dead-lettered by `failSpentDeliveries` instead, so no claim ever hands out attempt N+1.
+ * and dead-lettered by `failSpentDeliveriesIn` instead, so no claim ever hands out attempt N+1.
  *
  * The cost does not grow with the backlog: hosts with pending work are found by skipping through
  * the (status, host, next_attempt_at) index one host at a time, each host contributes at most

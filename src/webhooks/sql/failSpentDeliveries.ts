@@ -1,23 +1,11 @@
 import { sql } from 'kysely';
-import type { Db, Tx } from '../../db/database.js';
+import type { Tx } from '../../db/database.js';
 import { insertDeadLetter } from '../../deadLetters/store.js';
 import { isPostgres, leaseNow, withoutIndex } from '../../db/dialect.js';
 
 export interface SpentDelivery {
   id: string;
   attempts: number;
-}
-
-/**
- * Fails and dead-letters every delivery whose attempts are spent but that is still pending: its
- * last attempt was claimed and never settled (the dispatcher crashed, or its settle failed) and
- * the lease has expired. Without this the claim would hand out attempt N+1. Each row is failed
- * under the fencing token it was read with, so a settle that lands meanwhile wins. Only leased
- * rows can be spent (a retry is only scheduled while attempts remain), so this reads the small
- * partial index of leased deliveries (migration 004), not the backlog.
- */
-export async function failSpentDeliveries(db: Db, args: SpentArgs): Promise<SpentDelivery[]> {
-  return db.transaction().execute((trx) => failSpentDeliveriesIn(trx, args));
 }
 
 export interface SpentArgs {
@@ -27,7 +15,15 @@ export interface SpentArgs {
   limit?: number;
 }
 
-/** The writes of {@link failSpentDeliveries}, inside a transaction the caller holds (the dispatcher's settle-and-claim). */
+/**
+ * Fails and dead-letters every delivery whose attempts are spent but that is still pending: its
+ * last attempt was claimed and never settled (the dispatcher crashed, or its settle failed) and
+ * the lease has expired. Without this the claim would hand out attempt N+1. Each row is failed
+ * under the fencing token it was read with, so a settle that lands meanwhile wins. Only leased
+ * rows can be spent (a retry is only scheduled while attempts remain), so this reads the small
+ * partial index of leased deliveries (migration 004), not the backlog.
+ * Runs inside a transaction the caller holds (the dispatcher's settle-and-claim).
+ */
 export async function failSpentDeliveriesIn(trx: Tx, args: SpentArgs): Promise<SpentDelivery[]> {
   const running = args.running ?? [];
   const spent = await trx
