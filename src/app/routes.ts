@@ -22,7 +22,7 @@ import type { LaunchRequest } from '../launches/request.js';
 import type { Clock } from '../lib/clock.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
 import type { WebhookEngine } from '../webhooks/engine.js';
-import { endpointOfDelivery, redeliverEvent } from '../webhooks/redeliver.js';
+import { redeliverEvent } from '../webhooks/redeliver.js';
 
 export type RouteList = Array<[path: string, app: Hono<AppEnv>]>;
 
@@ -51,7 +51,7 @@ export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
         db,
         clock,
         requeueLaunch: deps.requeueLaunch,
-        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, endpointId: await endpointOfDelivery(trx, dl.delivery_id) })),
+        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, deliveryId: dl.delivery_id })),
         wake: (kind) => {
           engine.signal.notify();
           if (kind === 'launch') deps.wakeRunner();

@@ -177,7 +177,7 @@ export async function createService(
         db,
         clock,
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
-        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id })),
+        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, deliveryId: dl.delivery_id })),
         wake: (kind) => {
           webhooks.signal.notify();
           if (kind === 'launch') wakeLaunches();

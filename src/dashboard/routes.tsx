@@ -176,7 +176,7 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
     const original = await getDelivery(deps.db, c.req.param('id'));
     if (!original || !canSee(u, original.owner)) throw new NotFoundError('Delivery not found');
     if (!u.isAdmin && !u.scopes.includes('launches:write')) throw new NotFoundError('Redelivery needs the launches:write scope');
-    await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id });
+    await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id, deliveryId: original.id });
     deps.signal.notify();
     return c.redirect(withNotice(backTo(field(c.get('form'), 'back'), '/dashboard/deliveries'), 'redelivered'), 303);
   });

@@ -112,7 +112,7 @@ describe('webhook delivery', () => {
         db: tdb.db,
         clock,
         requeueLaunch: async () => undefined,
-        redeliver: async (trx, d) => void (await redeliverEvent(trx, clock, { eventId: d.event_id, launchId: d.launch_id })),
+        redeliver: async (trx, d) => void (await redeliverEvent(trx, clock, { eventId: d.event_id, launchId: d.launch_id, deliveryId: d.delivery_id })),
         wake: () => engine.signal.notify(),
       },
       dl,

@@ -40,7 +40,7 @@ export function createDeliveryRoutes(deps: DeliveryRouteDeps): Hono<AppEnv> {
     const auth = requireScope(c, 'launches:write');
     const original = await getDelivery(deps.db, c.req.param('id'));
     if (!original || !visible(auth, original.owner)) throw notFound(`Delivery ${c.req.param('id')} not found`);
-    const id = await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id, endpointId: original.endpoint_id });
+    const id = await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id, deliveryId: original.id });
     deps.signal.notify();
     const created = await getDelivery(deps.db, id);
     if (!created) throw new Error(`redelivery ${id} vanished`);
