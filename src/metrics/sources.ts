@@ -5,7 +5,8 @@ import { jsonText } from '../db/dialect.js';
 // The webhook and launch counters are read from the append-only tables (attempts, outbox events)
 // rather than counted in the dispatcher and runner: the numbers survive restarts, cannot drift from
 // what the database says happened, and no hot loop carries metrics code. Each read continues after
-// the last rowid seen, so a scrape costs what happened since the previous one.
+// the last rowid known to have no gap below it (appendCursor.ts), so a scrape costs what happened
+// since the previous one.
 
 export interface AttemptFact {
   rowid: number;
