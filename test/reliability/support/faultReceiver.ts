@@ -8,7 +8,7 @@ export type Fault = 'ok' | '500' | 'reset' | 'hang' | 'slow-body' | '302';
 export interface FaultReceiver {
   origin: string;
   /** Every request as `path fault`, in arrival order. */
-  log: Array<{ path: string; fault: Fault; eventId: string }>;
+  log: Array<{ path: string; fault: Fault; eventId: string; attempt: string }>;
   decide: (path: string, n: number) => Fault;
   close(): Promise<void>;
 }
@@ -27,7 +27,7 @@ export async function startFaultReceiver(): Promise<FaultReceiver> {
     req.on('end', () => {
       const path = req.url ?? '/';
       const fault = receiver.decide(path, receiver.log.length);
-      receiver.log.push({ path, fault, eventId: String(req.headers['x-service-event-id'] ?? '') });
+      receiver.log.push({ path, fault, eventId: String(req.headers['x-service-event-id'] ?? ''), attempt: String(req.headers['x-service-attempt'] ?? '') });
       switch (fault) {
         case 'ok':
           return void res.writeHead(200).end('ok');
