@@ -123,6 +123,7 @@ export async function createService(
       leaseMs: config.runner.leaseMs,
       // The embedded chain commits to this database after the pending record, in WAL order.
       pendingDurability: chain.kind === 'embedded' ? 'ordered' : 'full',
+      confirmedIsFinal: chain.kind === 'embedded',
     });
     const watcher = new ChainWatcher({
       db,

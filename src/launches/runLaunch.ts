@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
 import type { PendingTx, StepOutcome } from '../chain/steps/types.js';
-import type { Db, Tx } from '../db/database.js';
+import type { Db, DbOrTx, Tx } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { parseJson } from '../lib/json.js';
-import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
+import { insertEvents, type EventToRecord, type OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
 import { completionData, stepEvents } from './events.js';
-import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchOrThrow, type LaunchLease, type PendingDurability } from './runStore.js';
+import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchForEvents, type LaunchLease, type PendingDurability } from './runStore.js';
 import { findSteps } from './store.js';
 import { failLaunch } from './failLaunch.js';
 import type { StepRunner } from './stepPort.js';
@@ -31,6 +31,11 @@ export interface LaunchRunDeps {
   finalizeTimeoutMs?: number;
   /** Runs inside the transaction that completes the launch (the composition root creates its watches here). */
   onComplete?(trx: Tx, launchId: string, results: Record<string, unknown>, now: number): Promise<void>;
+  /**
+   * The chain's confirmed transactions are final (the embedded chain): no finalization wait, and the
+   * last step's completion and `launch.complete` commit in one transaction.
+   */
+  confirmedIsFinal?: boolean;
   /** How pending-transaction records reach the disk (default `full`; `ordered` when the chain commits to the same database). */
   pendingDurability?: PendingDurability;
 }
@@ -43,27 +48,50 @@ interface RunArgs extends LaunchRunDeps {
   shouldContinue(): boolean;
 }
 
-/** Runs the remaining steps of a leased launch; each state change commits with its event. */
+/**
+ * Runs the remaining steps of a leased launch; each state change commits with its events. A step's
+ * completion, its events and the start of the next step commit together (one transaction per step),
+ * and on a chain whose confirmed transactions are final the last step's completion carries
+ * `launch.complete` too.
+ */
 export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
   const { db, clock, launch, lease } = args;
   const request = parseJson<Record<string, unknown>>(launch.request, {});
   const results = parseJson<Record<string, unknown>>(launch.results, {});
+  const requestId = launch.request_id;
+  const steps = await findSteps(db, launch.id);
+  const todo = steps.map((step, index) => ({ step, index })).filter(({ step }) => step.status !== 'complete' && step.status !== 'skipped');
+  // Every transaction of the launch and when its last step completed, kept as the steps commit.
+  const transactions = new Map(steps.map((s) => [s.name, parseJson<StepOutcome['transactions']>(s.transactions, [])]));
+  let stepsDoneAt = Math.max(0, ...steps.map((s) => s.completed_at ?? 0));
+  const allTransactions = () => [...transactions.values()].flat();
 
+  /** Starts the step at `todo[position]` under the lease (if any remains and the run may go on): its attempt number. */
+  const startNext = async (conn: DbOrTx, position: number): Promise<number | undefined> => {
+    const next = todo[position];
+    if (!next || !args.shouldContinue()) return undefined;
+    return startStep(conn, lease, { step: next.step.name, now: clock.now() });
+  };
+
+  let attempt: number | undefined;
   if (launch.status === 'queued') {
     await db.transaction().execute(async (trx) => {
-      await updateLeasedLaunchOrThrow(trx, lease, { status: 'processing', started_at: launch.started_at ?? clock.now(), updated_at: clock.now() });
-      await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.processing', requestId: launch.request_id, data: { status: 'processing' } });
+      const target = await updateLeasedLaunchForEvents(trx, lease, { status: 'processing', started_at: launch.started_at ?? clock.now(), updated_at: clock.now() }, 1);
+      await insertEvents(trx, clock, target, [{ event: 'launch.processing', requestId, data: { status: 'processing' } }]);
+      attempt = await startNext(trx, 0);
     });
     args.signal.notify();
   }
 
-  const steps = await findSteps(db, launch.id);
-  for (const [index, step] of steps.entries()) {
-    if (step.status === 'complete' || step.status === 'skipped') continue;
-    if (!args.shouldContinue()) return { kind: 'paused' };
-    const attempt = await startStep(db, lease, { step: step.name, now: clock.now() });
+  for (const [position, { step, index }] of todo.entries()) {
+    if (attempt === undefined) {
+      if (!args.shouldContinue()) return { kind: 'paused' };
+      attempt = await startStep(db, lease, { step: step.name, now: clock.now() });
+    }
+    const stepAttempt = attempt;
+    attempt = undefined;
     const pending = parseJson<Record<string, PendingTx>>(step.pending_tx, {});
-    const logger = args.logger.child({ step: step.name, attempt });
+    const logger = args.logger.child({ step: step.name, attempt: stepAttempt });
     let output: StepOutcome;
     try {
       output = await args.runStep({
@@ -81,33 +109,40 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     } catch (error) {
       const failure = classifyFailure(error);
       logger.warn({ err: error, code: failure.code, retriable: failure.retriable }, 'step failed');
-      if (failure.retriable && attempt < args.maxStepAttempts) {
-        await deferStep(db, lease, { step: step.name, error: { code: failure.code, message: failure.message, attempt } });
-        return { kind: 'retry', attempt };
+      if (failure.retriable && stepAttempt < args.maxStepAttempts) {
+        await deferStep(db, lease, { step: step.name, error: { code: failure.code, message: failure.message, attempt: stepAttempt } });
+        return { kind: 'retry', attempt: stepAttempt };
       }
       await failLaunch(args, { step: step.name, code: failure.code, message: failure.message, results });
       return { kind: 'failed', step: step.name, code: failure.code };
     }
     Object.assign(results, output.result);
+    transactions.set(step.name, output.transactions);
+    const last = position === todo.length - 1;
+    const events: EventToRecord[] = stepEvents(step.name, index, steps.length, output).map((e) => ({ ...e, requestId }));
+    let completed = false;
     await db.transaction().execute(async (trx) => {
       const now = clock.now();
+      stepsDoneAt = now;
       await completeStep(trx, lease, { step: step.name, result: output.result, transactions: output.transactions, now });
-      await updateLeasedLaunchOrThrow(trx, lease, { results: JSON.stringify(results), updated_at: now });
-      for (const event of stepEvents(step.name, index, steps.length, output)) {
-        await recordEvent(trx, clock, { launchId: launch.id, event: event.event, requestId: launch.request_id, data: event.data });
+      if (last && args.confirmedIsFinal) {
+        await completeLaunch(trx, args, results, allTransactions(), now, events);
+        completed = true;
+        return;
       }
+      const target = await updateLeasedLaunchForEvents(trx, lease, { results: JSON.stringify(results), updated_at: now }, events.length);
+      await insertEvents(trx, clock, target, events);
+      attempt = await startNext(trx, position + 1);
     });
     args.signal.notify();
+    if (completed) return { kind: 'complete', mint: mintOf(results) };
   }
 
-  const finalSteps = await findSteps(db, launch.id);
-  const transactions = finalSteps.flatMap((s) => parseJson<StepOutcome['transactions']>(s.transactions, []));
   try {
-    await args.finalize(transactions.map((t) => t.signature));
+    if (!args.confirmedIsFinal) await args.finalize(allTransactions().map((t) => t.signature));
   } catch (error) {
     const failure = classifyFailure(error);
     // Bounded: a signature that never finalizes must not keep the launch processing forever.
-    const stepsDoneAt = Math.max(0, ...finalSteps.map((s) => s.completed_at ?? 0));
     const overdue = clock.now() - stepsDoneAt >= (args.finalizeTimeoutMs ?? DEFAULT_FINALIZE_TIMEOUT_MS);
     if (failure.retriable && !overdue) return { kind: 'retry', attempt: launch.run_count };
     const message = overdue ? `transactions not finalized ${Math.round((clock.now() - stepsDoneAt) / 1000)} s after the last step; last error: ${failure.message}` : failure.message;
@@ -116,11 +151,24 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     return { kind: 'failed', step: 'finalize', code };
   }
   await db.transaction().execute(async (trx) => {
-    const now = clock.now();
-    await updateLeasedLaunchOrThrow(trx, lease, { status: 'complete', completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null });
-    await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.complete', requestId: launch.request_id, data: completionData(results, transactions) });
-    await args.onComplete?.(trx, launch.id, results, now);
+    await completeLaunch(trx, args, results, allTransactions(), clock.now(), []);
   });
   args.signal.notify();
-  return { kind: 'complete', mint: typeof results.mint === 'string' ? results.mint : null };
+  return { kind: 'complete', mint: mintOf(results) };
+}
+
+const mintOf = (results: Record<string, unknown>): string | null => (typeof results.mint === 'string' ? results.mint : null);
+
+/** Completes the launch under its lease with `launch.complete` after `before` (the last step's events, when they commit together). */
+async function completeLaunch(trx: Tx, args: RunArgs, results: Record<string, unknown>, transactions: StepOutcome['transactions'], now: number, before: EventToRecord[]): Promise<void> {
+  const { launch, lease } = args;
+  const events = [...before, { event: 'launch.complete', requestId: launch.request_id, data: completionData(results, transactions) }];
+  const target = await updateLeasedLaunchForEvents(
+    trx,
+    lease,
+    { status: 'complete', results: JSON.stringify(results), completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null },
+    events.length,
+  );
+  await insertEvents(trx, args.clock, target, events);
+  await args.onComplete?.(trx, launch.id, results, now);
 }

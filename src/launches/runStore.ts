@@ -2,6 +2,7 @@ import { sql, type ExpressionBuilder } from 'kysely';
 import type { Db, DbOrTx } from '../db/database.js';
 import { isPostgres, leaseDeadline, leaseNow } from '../db/dialect.js';
 import type { Database, LaunchRow } from '../db/schema.js';
+import type { EventTarget } from '../webhooks/outbox.js';
 
 /**
  * A runner's hold on a launch: who claimed it and the fencing token of that claim. Every write
@@ -211,6 +212,22 @@ type LeasedLaunchFields = Partial<Pick<LaunchRow, 'status' | 'results' | 'error'
 /** Updates the launch row while this runner holds its lease; throws {@link LeaseLostError} otherwise. */
 export async function updateLeasedLaunchOrThrow(db: DbOrTx, lease: LaunchLease, set: LeasedLaunchFields): Promise<void> {
   orThrow(lease, await updateLeasedLaunch(db, lease, set));
+}
+
+/**
+ * Updates the launch row under the lease and reserves the sequence numbers of `events` events in
+ * the same statement; returns what {@link insertEvents} needs to record them. Throws
+ * {@link LeaseLostError} without the lease.
+ */
+export async function updateLeasedLaunchForEvents(db: DbOrTx, lease: LaunchLease, set: LeasedLaunchFields, events: number): Promise<EventTarget> {
+  const row = await db
+    .updateTable('launches')
+    .set((eb) => ({ ...set, next_sequence: eb('next_sequence', '+', events) }))
+    .where(holds(lease))
+    .returning(['next_sequence', 'webhook_url', 'owner'])
+    .executeTakeFirst();
+  if (!row) throw new LeaseLostError(lease.launchId);
+  return { launchId: lease.launchId, webhookUrl: row.webhook_url, owner: row.owner, firstSequence: row.next_sequence - events };
 }
 
 /** Updates the launch row only while this runner holds its lease. */
