@@ -251,4 +251,30 @@ describe('leases', () => {
     expect((await claim('B', { perHostCap: 3, excludeEndpoints: ['https://a.example.com:443/h'] })).map((r) => r.host)).toEqual(['b.example.com']);
     expect(await claim('C', { perHostCap: 10, limit: 2, onlyHost: 'a.example.com' })).toHaveLength(2);
   });
+
+  it('takes the earliest due deliveries across hosts, within each host\'s cap and the global limit, however many hosts have free slots', async () => {
+    // Host i's two deliveries fall due at minutes i and 10 + i.
+    const start = clock.now();
+    const launches: string[] = [];
+    for (let i = 0; i < 6; i++) launches.push(await insertLaunch(tdb.db, clock, { url: `https://h${i}.example.com/h`, secret: 's', box }));
+    for (const round of [0, 10]) {
+      for (let i = 0; i < 6; i++) {
+        clock.set(start + (round + i) * 60_000);
+        await commitEvents(tdb.db, clock, launches[i]!, 1);
+      }
+    }
+    clock.set(start + 30 * 60_000);
+    const hosts = (rows: Array<{ host: string }>) => rows.map((r) => r.host);
+    // Six hosts with free slots and a binding global limit (the ranking statement).
+    expect(hosts(await claim('A', { perHostCap: 2, limit: 3 }))).toEqual(['h0.example.com', 'h1.example.com', 'h2.example.com']);
+    // Hosts 0-2 hold one lease each now; cap 1 leaves slots on hosts 3-5 only, one each.
+    expect(hosts(await claim('B', { perHostCap: 1, limit: 10 }))).toEqual(['h3.example.com', 'h4.example.com', 'h5.example.com']);
+    // One host with free slots (claimed on its own): its earliest due first, up to the limit.
+    const [second] = await claim('C', { perHostCap: 2, limit: 1, onlyHost: 'h0.example.com' });
+    expect(second).toMatchObject({ host: 'h0.example.com', next_attempt_at: start + 10 * 60_000, lease_owner: 'C' });
+    // Two hosts with free slots, every slot fillable (claimed one host at a time): both hosts' remaining delivery.
+    expect(hosts(await claim('D', { perHostCap: 2, limit: 10, excludeEndpoints: ['https://h2.example.com:443/h', 'https://h3.example.com:443/h', 'https://h4.example.com:443/h', 'https://h5.example.com:443/h'] }))).toEqual(['h1.example.com']);
+    expect(await claim('E', { perHostCap: 2, limit: 10 })).toHaveLength(4);
+    expect(await claim('F', { perHostCap: 10, limit: 10 })).toEqual([]);
+  });
 });

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { DbOrTx } from '../../db/database.js';
 import type { DeliveryRow } from '../../db/schema.js';
 import { isPostgres, leaseDeadline, leaseNow } from '../../db/dialect.js';
+import { execSql, placeholders } from '../../db/sqlText.js';
 
 export interface ClaimArgs {
   owner: string;
@@ -24,7 +25,7 @@ export interface ClaimArgs {
 }
 
 /**
- * Atomically leases due deliveries in one `UPDATE … RETURNING`: pending, due, not leased (or the
+ * Leases due deliveries with `UPDATE … RETURNING`: pending, due, not leased (or the
  * lease expired, so a crashed dispatcher's work is reclaimed), and within the host's in-flight cap.
  * Claiming counts the attempt, so a crash mid-attempt still consumes it, and bumps the fencing token
  * that the settle must name. A delivery whose attempts are spent is not a candidate: it is failed
@@ -34,7 +35,10 @@ export interface ClaimArgs {
  * the (status, host, next_attempt_at) index one host at a time, each host contributes at most
  * `perHostCap` candidates read in due order from that index, and live leases are counted once per
  * host from a partial index (migration 004); a host already at its cap contributes no candidates.
- * Only those few candidates are ranked.
+ * When only a few hosts have free slots and each can fill them all (the common case), each host's
+ * deliveries are leased by a small statement of its own in index order; otherwise only the few
+ * candidates are ranked in one statement. Run inside a write transaction (SQLite: the dispatcher's
+ * own; PostgreSQL: under the claim lock), so the lease counts read first still hold at the update.
  */
 export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
   if (args.limit <= 0) return [];
@@ -60,7 +64,110 @@ async function lockClaims(trx: DbOrTx): Promise<void> {
   await sql`select pg_advisory_xact_lock(${CLAIM_LOCK_KEY})`.execute(trx);
 }
 
+/**
+ * Per-host claims, one small statement each, when at most this many hosts have free slots (the
+ * common case: a few busy receivers); beyond that, the single ranking statement.
+ */
+const MAX_HOSTS_CLAIMED_ONE_BY_ONE = 4;
+
 async function claimIn(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
+  const pg = isPostgres(db);
+  // Hosts with pending work and their live leases (every dispatcher's): skipping through the
+  // (status, host, next_attempt_at) index one host at a time, leases counted from the partial index.
+  const onlyHost = args.onlyHost !== undefined;
+  const hostParams: unknown[] = pg ? [] : [args.now];
+  if (onlyHost) hostParams.push(args.onlyHost);
+  const { rows: hosts } = await execSql<{ host: string; busy: number }>(db, hostsText(pg, onlyHost), hostParams);
+  const free: Array<{ host: string; slots: number }> = [];
+  let slots = 0;
+  for (const h of hosts) {
+    const n = args.perHostCap - Number(h.busy);
+    if (n <= 0) continue;
+    free.push({ host: h.host, slots: n });
+    slots += n;
+  }
+  if (free.length === 0) return [];
+  // When every host with a free slot can fill all of them (or there is only one), each host's claim
+  // is the one the ranking statement would make: its earliest due deliveries, up to its free slots.
+  if (free.length === 1 || (free.length <= MAX_HOSTS_CLAIMED_ONE_BY_ONE && slots <= args.limit)) {
+    const out: DeliveryRow[] = [];
+    let room = args.limit;
+    for (const h of free) {
+      if (room <= 0) break;
+      const rows = await claimHost(db, pg, args, h.host, Math.min(room, h.slots));
+      room -= rows.length;
+      out.push(...rows);
+    }
+    return out.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.created_at - b.created_at);
+  }
+  return claimRanked(db, args);
+}
+
+const hostTexts = new Map<string, string>();
+
+/** Hosts with pending deliveries and each one's live leases; `?` = the lease clock on SQLite, then the host when `onlyHost`. */
+function hostsText(pg: boolean, onlyHost: boolean): string {
+  const key = `${pg}:${onlyHost}`;
+  let text = hostTexts.get(key);
+  if (text === undefined) {
+    text = `
+    with recursive hosts(h) as (
+      select (select host from deliveries where status = 'pending' order by host limit 1)
+      union all
+      select (select host from deliveries where status = 'pending' and host > hosts.h order by host limit 1) from hosts where hosts.h is not null
+    )
+    select hosts.h as host,
+      (select count(*) from deliveries b
+        where b.host = hosts.h and b.lease_owner is not null and b.status = 'pending' and b.lease_expires_at > ${pg ? LEASE_NOW_PG : '?'}) as busy
+    from hosts
+    where hosts.h is not null${onlyHost ? ' and hosts.h = ?' : ''}`;
+    hostTexts.set(key, text);
+  }
+  return text;
+}
+
+const LEASE_NOW_PG = '(extract(epoch from now()) * 1000)::bigint';
+const claimTexts = new Map<string, string>();
+
+/**
+ * Leases up to `limit` of one host's due deliveries, earliest due first (the order of the
+ * (status, host, next_attempt_at) index, so nothing is sorted), in one `UPDATE … RETURNING`.
+ * Same conditions as the ranking statement's candidates; the caller has counted the host's leases.
+ */
+async function claimHost(db: DbOrTx, pg: boolean, args: ClaimArgs, host: string, limit: number): Promise<DeliveryRow[]> {
+  const excluded = args.excludeEndpoints.length;
+  const running = args.running?.length ?? 0;
+  const trial = args.onlyEndpoint !== undefined;
+  const key = `${pg}:${excluded}:${running}:${trial}`;
+  let text = claimTexts.get(key);
+  if (text === undefined) {
+    const leaseClock = pg ? LEASE_NOW_PG : '?';
+    text = `
+    update deliveries
+    set lease_owner = ?, lease_expires_at = ${pg ? `${LEASE_NOW_PG} + ?` : '?'}, attempt_count = attempt_count + 1,
+      lease_token = lease_token + 1, updated_at = ?
+    where id in (
+      select y.id from deliveries y
+      where y.status = 'pending' and y.host = ? and y.next_attempt_at <= ?
+        and (y.lease_owner is null or y.lease_expires_at <= ${leaseClock})${excluded > 0 ? ` and y.endpoint not in (${placeholders(excluded)})` : ''}${trial ? ' and y.endpoint = ?' : ''}
+        and y.attempt_count < ?${running > 0 ? ` and y.id not in (${placeholders(running)})` : ''}
+      order by ${trial ? 'y.updated_at, y.next_attempt_at' : 'y.next_attempt_at'}
+      limit ?${pg ? ' for update of y skip locked' : ''})
+    returning *`;
+    claimTexts.set(key, text);
+  }
+  const params: unknown[] = [args.owner, pg ? args.leaseMs : args.now + args.leaseMs, args.now, host, args.now];
+  if (!pg) params.push(args.now);
+  params.push(...args.excludeEndpoints);
+  if (trial) params.push(args.onlyEndpoint);
+  params.push(args.maxAttempts);
+  if (running > 0) params.push(...args.running!);
+  params.push(limit);
+  return (await execSql<DeliveryRow>(db, text, params)).rows;
+}
+
+/** The claim over many hosts at once: candidates per host, ranked by due time, the global limit applied. */
+async function claimRanked(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
   const excluded = args.excludeEndpoints.length > 0 ? sql`and y.endpoint not in (${sql.join(args.excludeEndpoints)})` : sql``;
   const only = args.onlyHost !== undefined ? sql`and hosts.h = ${args.onlyHost}` : sql``;
   const running = args.running && args.running.length > 0 ? sql`and y.id not in (${sql.join([...args.running])})` : sql``;
