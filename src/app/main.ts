@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   const service = await createService(config, { logger, clock: systemClock });
   let listening;
   try {
-    listening = await startHttpServer({ fetch: service.app.fetch, port: config.port, hostname: config.host, limits: config.http });
+    listening = await startHttpServer({ fetch: service.app.fetch, fastPath: service.fastPath, port: config.port, hostname: config.host, limits: config.http });
   } catch (error) {
     await service.stop().catch(() => undefined);
     const reason = bindFailure(error, config.port, config.host);

@@ -7,12 +7,11 @@ import type { RequiredProgram } from '../chain/steps/index.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Db, Tx } from '../db/database.js';
 import type { DeadLetterRow } from '../db/schema.js';
-import type { HealthReport } from '../health/healthService.js';
 import type { AppEnv } from '../http/env.js';
 import { createBreakerRoutes } from '../http/routes/breakers.js';
 import { createDeadLetterRoutes } from '../http/routes/deadLetters.js';
 import { createDeliveryRoutes } from '../http/routes/deliveries.js';
-import { createHealthRoutes } from '../http/routes/health.js';
+import { createHealthRoutes, type HealthResponder } from '../http/routes/health.js';
 import { createLaunchDestinationRoutes } from '../http/routes/launchDestination.js';
 import { createLaunchRoutes } from '../http/routes/launches.js';
 import { createOpenApiRoutes } from '../http/routes/openapi.js';
@@ -67,9 +66,8 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
   secretBox: SecretBox;
   /** Keys the idempotency request hash (launches/idempotency requestHashKey). */
   requestHashKey: Buffer;
-  health(): Promise<HealthReport>;
-  /** Production: labels anonymous health callers see instead of webhook hosts. */
-  hostLabel: ((host: string) => string) | undefined;
+  /** Health for a caller (production: anonymous callers see host labels; see createHealthResponder). */
+  health: HealthResponder;
   /** Wakes the dispatcher and the runner after a launch commits. */
   launchSignal: OutboxSignal;
   checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
@@ -79,7 +77,7 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
 export function apiRoutes(deps: ApiRouteDeps): RouteList {
   const { db, clock } = deps;
   return [
-    ['/', createHealthRoutes({ check: deps.health, hostLabel: deps.hostLabel })],
+    ['/', createHealthRoutes(deps.health)],
     ['/', createOpenApiRoutes({ version: deps.version })],
     [
       '/launches',

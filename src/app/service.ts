@@ -14,6 +14,8 @@ import { ConfigError, type Config } from '../config/config.js';
 import { cachedHealth } from '../health/cachedHealth.js';
 import { checkHealth, type BreakerSource } from '../health/healthService.js';
 import { createApp } from '../http/app.js';
+import { healthFastPath, type RequestFastPath } from '../http/healthFastPath.js';
+import { createHealthResponder } from '../http/routes/health.js';
 import type { AppEnv } from '../http/env.js';
 import { createRateLimiter } from '../http/middleware/rateLimit.js';
 import { createChainStepRunner } from '../launches/chainStepRunner.js';
@@ -36,6 +38,8 @@ import { insertWatches } from '../watcher/store.js';
 
 export interface Service {
   app: Hono<AppEnv>;
+  /** For the HTTP server (startHttpServer's `fastPath`): anonymous `GET`/`HEAD /api/health` without the framework. */
+  fastPath: RequestFastPath;
   db: Db;
   chain: ChainBackend;
   runner: LaunchRunner;
@@ -185,10 +189,12 @@ export async function createService(
         },
       },
     });
+    const limiter = createRateLimiter({ db, clock, logger, limit: config.rateLimitPerMinute });
+    const healthAnswer = createHealthResponder({ check: health, hostLabel: config.production ? createHostLabeler(config.secretKey) : undefined });
     const app = createApp({
       db,
       logger,
-      limiter: createRateLimiter({ db, clock, logger, limit: config.rateLimitPerMinute }),
+      limiter,
       bodyLimitBytes: config.bodyLimitBytes,
       routes: apiRoutes({
         db,
@@ -197,8 +203,7 @@ export async function createService(
         production: config.production,
         secretBox,
         requestHashKey: hashKey,
-        health,
-        hostLabel: config.production ? createHostLabeler(config.secretKey) : undefined,
+        health: healthAnswer,
         engine: webhooks.engine,
         testSecret: config.webhooks.testSecret,
         launchSignal: { notify: () => (webhooks.signal.notify(), wakeLaunches()) },
@@ -219,6 +224,7 @@ export async function createService(
       purgeExpiredIdempotencyKeys(db, clock.now()).catch((error: unknown) => logger.warn({ err: error }, 'idempotency key purge failed'));
     return {
       app,
+      fastPath: healthFastPath({ health: healthAnswer, limiter, logger, observe: (method, route, status, seconds) => metrics.observeRequest(method, route, status, seconds) }),
       db,
       chain,
       runner: launchRunner,

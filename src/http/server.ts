@@ -1,6 +1,7 @@
-import { serve, type ServerType } from '@hono/node-server';
-import type { Server } from 'node:http';
+import { getRequestListener, type Http2Bindings, type HttpBindings, type ServerType } from '@hono/node-server';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { RequestFastPath } from './healthFastPath.js';
 
 export interface HttpServerLimits {
   /** Bound on receiving one request, headers and body (Node's default is 300 s). */
@@ -10,7 +11,10 @@ export interface HttpServerLimits {
 }
 
 export interface HttpServerOptions {
-  fetch: (request: Request) => Response | Promise<Response>;
+  /** Hono's `app.fetch`; `env` carries the node request and response (the client's address). */
+  fetch: (request: Request, env: HttpBindings | Http2Bindings) => Response | Promise<Response>;
+  /** Runs first on every request, before a `Request` is built (the service's healthFastPath). */
+  fastPath?: RequestFastPath;
   port: number;
   hostname: string;
   limits: HttpServerLimits;
@@ -32,25 +36,27 @@ const REFUSED = [
  * do not arrive within `requestTimeoutMs` is answered 408 and its socket closed (a body trickled a
  * byte at a time cannot hold a socket for minutes), and one client address cannot hold more than
  * `maxConnectionsPerClient` connections (the next ones are answered 429 and closed at once).
+ * A `fastPath` sees each request first and hands the ones it does not answer to `fetch`.
  * Resolves once listening.
  */
 export function startHttpServer(options: HttpServerOptions): Promise<{ server: ServerType; port: number }> {
   const { requestTimeoutMs, maxConnectionsPerClient } = options.limits;
+  const app = getRequestListener(options.fetch, { hostname: options.hostname });
+  const fastPath = options.fastPath;
+  const server = createServer(
+    {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: requestTimeoutMs,
+      // Node checks the two timeouts above on this period (default 30 s, which would let a slow
+      // request live up to twice its bound).
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(requestTimeoutMs / 4))),
+    },
+    fastPath ? (req, res) => fastPath(req, res, () => void app(req, res)) : (req, res) => void app(req, res),
+  );
+  if (maxConnectionsPerClient > 0) capConnectionsPerClient(server, maxConnectionsPerClient);
   return new Promise((resolve, reject) => {
-    const server = serve({
-      fetch: options.fetch,
-      port: options.port,
-      hostname: options.hostname,
-      serverOptions: {
-        requestTimeout: requestTimeoutMs,
-        headersTimeout: requestTimeoutMs,
-        // Node checks the two timeouts above on this period (default 30 s, which would let a slow
-        // request live up to twice its bound).
-        connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(requestTimeoutMs / 4))),
-      },
-    }, (info: AddressInfo) => resolve({ server, port: info.port }));
-    (server as Server).once('error', reject);
-    if (maxConnectionsPerClient > 0) capConnectionsPerClient(server as Server, maxConnectionsPerClient);
+    server.once('error', reject);
+    server.listen(options.port, options.hostname, () => resolve({ server, port: (server.address() as AddressInfo).port }));
   });
 }
 

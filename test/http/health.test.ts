@@ -3,7 +3,7 @@ import { cachedHealth } from '../../src/health/cachedHealth.js';
 import { checkHealth, type HealthDeps, type HealthReport } from '../../src/health/healthService.js';
 import { createApp } from '../../src/http/app.js';
 import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
-import { createHealthRoutes } from '../../src/http/routes/health.js';
+import { createHealthResponder, createHealthRoutes } from '../../src/http/routes/health.js';
 import { manualClock, systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { startTestService } from '../support/service.js';
@@ -25,7 +25,7 @@ function healthApp(probes: Partial<HealthDeps['probes']>, calls = { count: 0 }) 
     logger: silentLogger(),
     limiter: new RateLimiter(100, systemClock),
     bodyLimitBytes: 1024,
-    routes: [['/', createHealthRoutes({ check: () => (calls.count++, checkHealth(deps)) })]],
+    routes: [['/', createHealthRoutes(createHealthResponder({ check: () => (calls.count++, checkHealth(deps)) }))]],
   });
 }
 
