@@ -34,6 +34,10 @@ export async function claimDeliveryWork(db: DbOrTx, args: ClaimArgs): Promise<Cl
     db,
     rows.map((r) => r.id),
   );
+  // Due time, then creation, then the event's sequence: deliveries of one launch committed at the
+  // same moment go out in event order (SQLite would return them so anyway, PostgreSQL in any order).
+  const seq = (id: string) => contexts.get(id)?.sequence ?? 0;
+  rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.created_at - b.created_at || seq(a.id) - seq(b.id));
   const claimed: ClaimedDelivery[] = [];
   for (const row of rows) {
     const ctx = contexts.get(row.id);

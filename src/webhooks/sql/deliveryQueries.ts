@@ -1,4 +1,5 @@
 import type { DbOrTx } from '../../db/database.js';
+import { execSql, placeholders } from '../../db/sqlText.js';
 
 /** What an attempt needs beyond the delivery row: the stored body, the event and the sealed secret(s). */
 export interface DeliveryContext {
@@ -7,6 +8,8 @@ export interface DeliveryContext {
   owner: string;
   eventId: string;
   event: string;
+  /** The event's number within its launch (ties on due and creation time are sent in this order). */
+  sequence: number;
   body: string;
   requestId: string | null;
   /** The launch's secret, or the endpoint's current one for an endpoint delivery. */
@@ -18,32 +21,46 @@ export interface DeliveryContext {
   previousSecretExpiresAt: number | null;
 }
 
+interface ContextRow {
+  id: string;
+  launch_id: string;
+  endpoint_id: string | null;
+  owner: string;
+  event_id: string;
+  event: string;
+  sequence: number;
+  body: string;
+  request_id: string | null;
+  webhook_secret_enc: string;
+  secret_enc: string | null;
+  signature_scheme: 'service' | 'standard' | null;
+  previous_secret_enc: string | null;
+  previous_secret_expires_at: number | null;
+}
+
+const contextTexts: string[] = [];
+
+/** One text per number of deliveries (a claim returns up to a few dozen). */
+function contextsText(count: number): string {
+  let text = contextTexts[count];
+  if (text === undefined) {
+    text = `select d.id, d.launch_id, d.endpoint_id, l.owner, e.id as event_id, e.event, e.sequence, e.body, e.request_id,
+        l.webhook_secret_enc, w.secret_enc, w.signature_scheme, w.previous_secret_enc, w.previous_secret_expires_at
+      from deliveries d
+      inner join outbox_events e on e.id = d.event_id
+      inner join launches l on l.id = d.launch_id
+      left join webhook_endpoints w on w.id = d.endpoint_id
+      where d.id in (${placeholders(count)})`;
+    contextTexts[count] = text;
+  }
+  return text;
+}
+
 /** Loads the event body and the sealed secret(s) of each given delivery (the launch's, or its endpoint's), in one query. */
 export async function loadDeliveryContexts(db: DbOrTx, deliveryIds: readonly string[]): Promise<Map<string, DeliveryContext>> {
   const out = new Map<string, DeliveryContext>();
   if (deliveryIds.length === 0) return out;
-  const rows = await db
-    .selectFrom('deliveries as d')
-    .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
-    .innerJoin('launches as l', 'l.id', 'd.launch_id')
-    .leftJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
-    .select([
-      'd.id',
-      'd.launch_id',
-      'd.endpoint_id',
-      'l.owner',
-      'e.id as event_id',
-      'e.event',
-      'e.body',
-      'e.request_id',
-      'l.webhook_secret_enc',
-      'w.secret_enc',
-      'w.signature_scheme',
-      'w.previous_secret_enc',
-      'w.previous_secret_expires_at',
-    ])
-    .where('d.id', 'in', deliveryIds)
-    .execute();
+  const { rows } = await execSql<ContextRow>(db, contextsText(deliveryIds.length), deliveryIds);
   for (const row of rows) {
     const endpoint = row.endpoint_id !== null && row.secret_enc !== null;
     out.set(row.id, {
@@ -52,6 +69,7 @@ export async function loadDeliveryContexts(db: DbOrTx, deliveryIds: readonly str
       owner: row.owner,
       eventId: row.event_id,
       event: row.event,
+      sequence: Number(row.sequence),
       body: row.body,
       requestId: row.request_id,
       // A deleted endpoint's delivery has no secret to sign with (the attempt fails as secret_unavailable).

@@ -1,6 +1,7 @@
 import type { ExpressionBuilder } from 'kysely';
 import type { Db, DbOrTx } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
+import { execSql } from '../../db/sqlText.js';
 
 /** A dispatcher's hold on a claimed delivery: its id and the fencing token of that claim. */
 export interface DeliveryLease {
@@ -43,13 +44,24 @@ export interface SettleArgs extends DeliveryLease {
 /** Marks several leased deliveries delivered in one statement; returns the ids whose lease still held (the others were lost to newer claims). */
 export async function markDeliveredMany(db: DbOrTx, leases: readonly DeliveryLease[], a: { now: number; statusCode: number | null }): Promise<Set<string>> {
   if (leases.length === 0) return new Set();
-  const rows = await db
-    .updateTable('deliveries')
-    .set({ status: 'delivered', lease_owner: null, lease_expires_at: null, last_status_code: a.statusCode, last_error: null, completed_at: a.now, updated_at: a.now })
-    .where((eb) => eb.or(leases.map((lease) => held(lease)(eb))))
-    .returning('id')
-    .execute();
+  const params: unknown[] = [a.statusCode, a.now, a.now];
+  for (const lease of leases) params.push(lease.id, lease.owner, lease.token);
+  const { rows } = await execSql<{ id: string }>(db, markDeliveredText(leases.length), params);
   return new Set(rows.map((r) => r.id));
+}
+
+const deliveredTexts: string[] = [];
+
+/** One text per number of leases (the dispatcher settles up to a few dozen at once). */
+function markDeliveredText(count: number): string {
+  let text = deliveredTexts[count];
+  if (text === undefined) {
+    const lease = '(id = ? and lease_owner = ? and lease_token = ?)';
+    text = `update deliveries set status = 'delivered', lease_owner = null, lease_expires_at = null, last_status_code = ?, last_error = null, completed_at = ?, updated_at = ?
+      where ${lease}${` or ${lease}`.repeat(count - 1)} returning id`;
+    deliveredTexts[count] = text;
+  }
+  return text;
 }
 
 /** Schedules the next attempt of a leased delivery; false when the lease was lost. */
