@@ -66,7 +66,8 @@ export function healthFastPath(deps: HealthFastPathDeps): RequestFastPath {
         const elapsed = performance.now() - started;
         observe?.(method, PATH, status, elapsed / 1000);
         const level = status < 500 ? 'debug' : 'info';
-        if (logger.isLevelEnabled(level)) logger.child({ requestId })[level]({ method, path: PATH, status, durationMs: Math.round(elapsed * 100) / 100 }, 'request');
+        // The line the app's requestContext writes (see there).
+        if (logger.isLevelEnabled(level)) logger[level]({ requestId, method, path: PATH, status, durationMs: Math.round(elapsed * 100) / 100 }, 'request');
       },
       // The app answers a failure in its own way (the error envelope, logged with a request id).
       () => next(),

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { findActiveKey } from '../../auth/apiKeys.js';
 import type { Db } from '../../db/database.js';
 import { ApiError } from '../errors.js';
+import { lazyChild } from '../lazyLogger.js';
 import type { Scope } from '../../auth/scopes.js';
 import type { AppEnv, AuthContext } from '../env.js';
 
@@ -37,7 +38,7 @@ export function authenticate(options: { db: Db }): MiddlewareHandler<AppEnv> {
         if (!row) throw unauthorized('API key is invalid or revoked');
         const scopes = row.scopes.split(',').filter((s) => s !== '');
         c.set('auth', { keyId: row.id, owner: row.owner, scopes, isAdmin: scopes.includes('admin') });
-        c.set('logger', c.get('logger').child({ keyId: row.id, owner: row.owner }));
+        c.set('logger', lazyChild(c.get('logger'), { keyId: row.id, owner: row.owner }));
       }
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { AppEnv } from '../env.js';
+import { lazyChild } from '../lazyLogger.js';
 
 const SANE_ID = /^[\x20-\x7e]{1,200}$/;
 
@@ -19,9 +20,8 @@ export function requestContext(options: { logger: Logger; apiVersion: string; no
   return async function requestContext(c, next) {
     const supplied = c.req.header('x-request-id');
     const requestId = isSaneRequestId(supplied) ? supplied : randomUUID();
-    const logger = options.logger.child({ requestId });
     c.set('requestId', requestId);
-    c.set('logger', logger);
+    c.set('logger', lazyChild(options.logger, { requestId }));
     c.set('auth', undefined);
     c.set('authError', undefined);
     const started = now();
@@ -34,7 +34,10 @@ export function requestContext(options: { logger: Logger; apiVersion: string; no
       c.res.headers.set('Service-Api-Version', options.apiVersion);
       // Monitors probe health every few seconds: an answered probe is debug, not a line per probe.
       const level = c.req.path === '/api/health' && c.res.status < 500 ? 'debug' : 'info';
-      logger[level]({ method: c.req.method, path: c.req.path, status: c.res.status, durationMs: Math.round((now() - started) * 100) / 100 }, 'request');
+      // The line a child logger bound to the request id would write, without creating one.
+      if (options.logger.isLevelEnabled(level)) {
+        options.logger[level]({ requestId, method: c.req.method, path: c.req.path, status: c.res.status, durationMs: Math.round((now() - started) * 100) / 100 }, 'request');
+      }
     }
   };
 }
