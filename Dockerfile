@@ -13,6 +13,9 @@ COPY package.json tsconfig.json ./
 COPY src ./src
 COPY packages ./packages
 COPY scripts ./scripts
+# The service as one bundled file (scripts/build.mjs): a restart opens its port in about 60 % of the
+# time loading the sources through tsx takes. src/ stays for the CLIs (`npm run keys`, …).
+RUN node scripts/build.mjs
 EXPOSE 8080
 # Run node directly (not npm) so SIGTERM reaches the service and it shuts down cleanly.
-CMD ["node", "--import", "tsx", "src/app/main.ts"]
+CMD ["node", "--enable-source-maps", "dist/app/main.mjs"]

@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'coverage/**', 'packages/*/dist/**', 'eslint.config.js'] },
+  { ignores: ['node_modules/**', 'data/**', 'coverage/**', 'dist/**', 'packages/*/dist/**', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -10,9 +10,14 @@ const root = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'launch-proc-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Starts `src/app/main.ts` as a real process and resolves once it logs the port it listens on. */
-function startService(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'app', 'main.ts')], {
+/** The sources through tsx (`npm run dev`, the tests' way). */
+const SOURCES = ['--import', 'tsx', join(root, 'src', 'app', 'main.ts')];
+/** What `npm start` runs: the service bundled by scripts/build.mjs. */
+const NPM_START = [join(root, 'scripts', 'start.mjs')];
+
+/** Starts the service as a real process and resolves once it logs the port it listens on. */
+function startService(env: Record<string, string>, entry = SOURCES) {
+  const child = spawn(process.execPath, entry, {
     cwd: root,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', CHAIN_RPC_PORT: '0', LOG_FORMAT: 'json', LOG_LEVEL: 'info', NODE_ENV: 'development', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -58,9 +63,12 @@ describe('the service process', () => {
     }
   });
 
-  it('serves health, prints a development key once, and on SIGTERM exits 0 with the database closed', async () => {
-    const env = { DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64') };
-    const svc = startService(env);
+  it.each([
+    ['from the sources', SOURCES, 'sources'],
+    ['as npm start runs it (bundled)', NPM_START, 'bundle'],
+  ])('%s: serves health, prints a development key once, and on SIGTERM exits 0 with the database closed', async (_name, entry, sub) => {
+    const env = { DATA_DIR: join(dir, sub), SECRET_KEY: randomBytes(32).toString('base64') };
+    const svc = startService(env, entry);
     const port = await svc.ready;
     const health = await fetch(`http://127.0.0.1:${port}/api/health`);
     expect(health.status).toBe(200);
@@ -73,7 +81,7 @@ describe('the service process', () => {
     const launches = await fetch(`http://127.0.0.1:${port}/api/launches`, { headers: { authorization: `Bearer ${keyLine}` } });
     expect(launches.status).toBe(200);
 
-    const dbFile = join(dir, 'launch-service.sqlite');
+    const dbFile = join(env.DATA_DIR, 'launch-service.sqlite');
     expect(existsSync(`${dbFile}-wal`)).toBe(true);
     svc.child.kill('SIGTERM');
     expect(await svc.exited).toEqual({ code: 0, signal: null });
@@ -82,7 +90,7 @@ describe('the service process', () => {
     expect(svc.lines.some((l) => l.includes('stopped cleanly'))).toBe(true);
 
     // A second start finds the key and prints none.
-    const again = startService(env);
+    const again = startService(env, entry);
     await again.ready;
     again.child.kill('SIGINT');
     expect((await again.exited).code).toBe(0);
