@@ -15,7 +15,7 @@ import { isPostgres } from './dialect.js';
  * The statement text is kysely's own, so the query stays portable (SPEC §12); dialect branches
  * inside `build` (`isPostgres`, `leaseNow`) are taken once per dialect.
  */
-export interface CompiledStatement<P, O> {
+export interface CompiledStatement<P, O = unknown> {
   /** Runs it on `db` (a database or a transaction) with these parameter values. */
   execute(db: Kysely<any>, params: P, shape?: string | number): Promise<QueryResult<O>>;
   /** The rows it returns. */
@@ -39,7 +39,7 @@ interface Template {
   queryId: CompiledQuery['queryId'];
 }
 
-export function compiledQuery<P extends Record<string, unknown>, O = unknown>(
+export function compiledQuery<P extends object, O = unknown>(
   build: (db: Kysely<any>, p: Params<P>, shape: string | number | undefined) => Compilable<O>,
 ): CompiledStatement<P, O> {
   const templates = new Map<string, Template>();
@@ -71,7 +71,7 @@ export function compiledQuery<P extends Record<string, unknown>, O = unknown>(
     const template = templateFor(db, shape);
     const values = template.slots.map((slot) => {
       if (!('name' in slot)) return slot.value;
-      const value = params[slot.name];
+      const value = (params as Record<string, unknown>)[slot.name];
       if (value === undefined) throw new Error(`compiledQuery: no value for parameter ${slot.name}`);
       return value;
     });

@@ -1,5 +1,6 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { Db, DbOrTx } from '../db/database.js';
+import { compiledQuery, type Params } from '../db/compiledQuery.js';
 import { isPostgres, leaseDeadline, leaseNow } from '../db/dialect.js';
 import type { Database, LaunchRow } from '../db/schema.js';
 import type { EventTarget } from '../webhooks/outbox.js';
@@ -39,11 +40,18 @@ export class LeaseLostError extends Error {
  */
 export async function claimLaunch(db: DbOrTx, args: { owner: string; now: number; leaseMs: number; running?: readonly string[] }): Promise<LaunchRow | undefined> {
   const running = args.running ?? [];
+  const params: Record<string, string | number> = { owner: args.owner, now: args.now, leaseMs: args.leaseMs };
+  running.forEach((id, i) => (params[`running${i}`] = id));
+  return claimStatement.first(db, params, running.length);
+}
+
+const claimStatement = compiledQuery<Record<string, string | number>, LaunchRow>((db: Db, p, shape) => {
+  const running = Array.from({ length: Number(shape) }, (_, i) => p[`running${i}`] as string);
   return db
     .updateTable('launches')
     .set((eb) => ({
-      lease_owner: args.owner,
-      lease_expires_at: leaseDeadline(db, args.now, args.leaseMs),
+      lease_owner: p.owner as string,
+      lease_expires_at: leaseDeadlineOf(db, p.now as number, p.leaseMs as number),
       lease_token: eb('lease_token', '+', 1),
       run_count: eb('run_count', '+', 1),
     }))
@@ -52,16 +60,20 @@ export async function claimLaunch(db: DbOrTx, args: { owner: string; now: number
         .selectFrom('launches')
         .select('id')
         .where('status', 'in', ['queued', 'processing'])
-        .where('run_after', '<=', args.now)
-        .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', leaseNow(db, args.now))]))
+        .where('run_after', '<=', p.now as number)
+        .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', leaseNow(db, p.now as number))]))
         .$if(running.length > 0, (q) => q.where('id', 'not in', running))
         .orderBy('run_after', 'asc')
         .orderBy('created_at', 'asc')
         .limit(1)
         .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()),
     )
-    .returningAll()
-    .executeTakeFirst();
+    .returningAll();
+});
+
+/** {@link leaseDeadline} with the lease length as a parameter of its own (`now + leaseMs` on SQLite). */
+function leaseDeadlineOf(db: Db, now: number, leaseMs: number) {
+  return isPostgres(db) ? leaseDeadline(db, 0, leaseMs) : sql<number>`${now} + ${leaseMs}`;
 }
 
 /** The lease condition on the launch row itself. */
@@ -77,7 +89,7 @@ function holds(lease: LaunchLease) {
  * and the step write — a pending transaction about to be sent — would land under a lost lease. The
  * share lock waits for such a claim and re-reads the row; a claim meanwhile skips the locked row.
  */
-function stepUnderLease(db: DbOrTx, lease: LaunchLease, step: string) {
+function stepUnderLease(db: DbOrTx, lease: Params<LaunchLease>, step: string) {
   return (eb: ExpressionBuilder<Database, 'launch_steps'>) =>
     eb.and([
       eb('launch_steps.launch_id', '=', lease.launchId),
@@ -118,15 +130,20 @@ export async function releaseLaunch(db: DbOrTx, lease: LaunchLease, args: { runA
 
 /** Marks the step running and counts the attempt; throws {@link LeaseLostError} without the lease. */
 export async function startStep(db: DbOrTx, lease: LaunchLease, args: { step: string; now: number }): Promise<number> {
-  const row = await db
-    .updateTable('launch_steps')
-    .set((eb) => ({ status: 'running' as const, attempts: eb('attempts', '+', 1), started_at: sql<number>`coalesce(started_at, ${args.now})` }))
-    .where(stepUnderLease(db, lease, args.step))
-    .returning('attempts')
-    .executeTakeFirst();
+  const row = await startStatement.first(db, { ...lease, step: args.step, now: args.now });
   if (!row) throw new LeaseLostError(lease.launchId);
   return row.attempts;
 }
+
+type StepWrite<T> = LaunchLease & { step: string } & T;
+
+const startStatement = compiledQuery<StepWrite<{ now: number }>, { attempts: number }>((db: Db, p) =>
+  db
+    .updateTable('launch_steps')
+    .set((eb) => ({ status: 'running' as const, attempts: eb('attempts', '+', 1), started_at: sql<number>`coalesce(started_at, ${p.now})` }))
+    .where(stepUnderLease(db, p, p.step))
+    .returning('attempts'),
+);
 
 /**
  * How a pending-transaction record must reach the disk before its transaction is sent:
@@ -149,21 +166,16 @@ export async function savePendingTx(
   lease: LaunchLease,
   args: { step: string; pending: Record<string, unknown>; durability?: PendingDurability },
 ): Promise<void> {
-  const write = (conn: DbOrTx) =>
-    conn
-      .updateTable('launch_steps')
-      .set({ pending_tx: JSON.stringify(args.pending) })
-      .where(stepUnderLease(db, lease, args.step))
-      .executeTakeFirst();
+  const write = async (conn: DbOrTx) => (await pendingStatement.changed(conn, { ...lease, step: args.step, pending: JSON.stringify(args.pending) })) > 0;
   // PostgreSQL commits durably by default (synchronous_commit = on): an ordinary write.
   if (args.durability === 'ordered' || isPostgres(db)) {
-    orThrow(lease, changed(await write(db)));
+    orThrow(lease, await write(db));
     return;
   }
   const held = await db.connection().execute(async (conn) => {
     await sql`pragma synchronous = FULL`.execute(conn);
     try {
-      return changed(await write(conn));
+      return await write(conn);
     } finally {
       await sql`pragma synchronous = NORMAL`.execute(conn);
     }
@@ -171,19 +183,26 @@ export async function savePendingTx(
   orThrow(lease, held);
 }
 
+const pendingStatement = compiledQuery<StepWrite<{ pending: string }>>((db: Db, p) =>
+  db.updateTable('launch_steps').set({ pending_tx: p.pending }).where(stepUnderLease(db, p, p.step)),
+);
+
 /** Records the step's result and signatures; throws {@link LeaseLostError} without the lease. */
 export async function completeStep(
   db: DbOrTx,
   lease: LaunchLease,
   args: { step: string; result: unknown; transactions: unknown; now: number },
 ): Promise<void> {
-  const result = await db
-    .updateTable('launch_steps')
-    .set({ status: 'complete', result: JSON.stringify(args.result), transactions: JSON.stringify(args.transactions), error: null, completed_at: args.now })
-    .where(stepUnderLease(db, lease, args.step))
-    .executeTakeFirst();
-  orThrow(lease, changed(result));
+  const params = { ...lease, step: args.step, result: JSON.stringify(args.result), transactions: JSON.stringify(args.transactions), now: args.now };
+  orThrow(lease, (await completeStatement.changed(db, params)) > 0);
 }
+
+const completeStatement = compiledQuery<StepWrite<{ result: string; transactions: string; now: number }>>((db: Db, p) =>
+  db
+    .updateTable('launch_steps')
+    .set({ status: 'complete', result: p.result, transactions: p.transactions, error: null, completed_at: p.now })
+    .where(stepUnderLease(db, p, p.step)),
+);
 
 /** Records a retriable step failure: back to pending with the last error. */
 export async function deferStep(db: DbOrTx, lease: LaunchLease, args: { step: string; error: unknown }): Promise<void> {
@@ -220,15 +239,24 @@ export async function updateLeasedLaunchOrThrow(db: DbOrTx, lease: LaunchLease, 
  * {@link LeaseLostError} without the lease.
  */
 export async function updateLeasedLaunchForEvents(db: DbOrTx, lease: LaunchLease, set: LeasedLaunchFields, events: number): Promise<EventTarget> {
-  const row = await db
-    .updateTable('launches')
-    .set((eb) => ({ ...set, next_sequence: eb('next_sequence', '+', events) }))
-    .where(holds(lease))
-    .returning(['next_sequence', 'webhook_url', 'owner'])
-    .executeTakeFirst();
+  const fields = Object.keys(set).sort() as Array<keyof LeasedLaunchFields>;
+  const params: Record<string, unknown> = { ...lease, events };
+  for (const field of fields) params[field] = set[field];
+  const row = await launchEventsStatement.first(db, params, fields.join(','));
   if (!row) throw new LeaseLostError(lease.launchId);
   return { launchId: lease.launchId, webhookUrl: row.webhook_url, owner: row.owner, firstSequence: row.next_sequence - events };
 }
+
+/** The launch update of {@link updateLeasedLaunchForEvents}; its shape is the (sorted) fields it sets. */
+const launchEventsStatement = compiledQuery<Record<string, unknown>, { next_sequence: number; webhook_url: string; owner: string }>((db: Db, p, shape) => {
+  const fields = String(shape).split(',').filter((f) => f !== '');
+  const lease = { launchId: p.launchId as string, owner: p.owner as string, token: p.token as number };
+  return db
+    .updateTable('launches')
+    .set((eb) => ({ ...Object.fromEntries(fields.map((f) => [f, p[f]])), next_sequence: eb('next_sequence', '+', p.events as number) }))
+    .where(holds(lease))
+    .returning(['next_sequence', 'webhook_url', 'owner']);
+});
 
 /** Updates the launch row only while this runner holds its lease. */
 export async function updateLeasedLaunch(db: DbOrTx, lease: LaunchLease, set: LeasedLaunchFields): Promise<boolean> {

@@ -1,11 +1,11 @@
 import type { Insertable } from 'kysely';
-import type { DbOrTx } from '../db/database.js';
+import { compiledQuery, type CompiledStatement } from '../db/compiledQuery.js';
+import type { Db, DbOrTx } from '../db/database.js';
 import type { DeliveriesTable } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { endpointKey } from './endpointKey.js';
 import { filterMatches } from './endpoints/filters.js';
-import { enabledEndpointsOf } from './endpoints/store.js';
 
 /** The webhook envelope (docs/events.md). Its serialized form is the body of every attempt. */
 export interface WebhookEnvelope<T = unknown> {
@@ -93,21 +93,17 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
     const envelope: WebhookEnvelope = { id: newId('evt'), event: input.event, timestamp, launchId: target.launchId, sequence: target.firstSequence + i, data: input.data };
     return { eventId: envelope.id, sequence: envelope.sequence, deliveryId: newId('dlv'), envelope };
   });
-  await trx
-    .insertInto('outbox_events')
-    .values(
-      recorded.map(({ envelope }, i) => ({
-        id: envelope.id,
-        launch_id: target.launchId,
-        sequence: envelope.sequence,
-        event: envelope.event,
-        body: JSON.stringify(envelope),
-        request_id: events[i]!.requestId ?? null,
-        created_at: now,
-      })),
-    )
-    .execute();
-  const endpoints = (await enabledEndpointsOf(trx, target.owner)).map((e) => ({ ...e, events: JSON.parse(e.events) as string[] }));
+  const eventRows = recorded.map(({ envelope }, i) => ({
+    id: envelope.id,
+    launch_id: target.launchId,
+    sequence: envelope.sequence,
+    event: envelope.event,
+    body: JSON.stringify(envelope),
+    request_id: events[i]!.requestId ?? null,
+    created_at: now,
+  }));
+  await insertRows(trx, insertEventsStatement, eventRows);
+  const endpoints = (await endpointsStatement.rows(trx, { owner: target.owner })).map((e) => ({ ...e, events: JSON.parse(e.events) as string[] }));
   const rows: NewDelivery[] = [];
   for (const { envelope, deliveryId } of recorded) {
     rows.push(deliveryRow(deliveryId, now, envelope.id, target.launchId, target.webhookUrl, null));
@@ -115,16 +111,72 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
       if (filterMatches(endpoint.events, envelope.event)) rows.push(deliveryRow(newId('dlv'), now, envelope.id, target.launchId, endpoint.url, endpoint.id));
     }
   }
-  // Bounded statements: a launch's events times an owner's endpoints stay far below the parameter limits.
-  for (let i = 0; i < rows.length; i += DELIVERY_ROWS_PER_INSERT) {
-    await trx.insertInto('deliveries').values(rows.slice(i, i + DELIVERY_ROWS_PER_INSERT)).execute();
-  }
+  await insertRows(trx, insertDeliveriesStatement, rows);
   return recorded;
 }
 
-const DELIVERY_ROWS_PER_INSERT = 500;
+/** Rows per insert statement: far below both stores' parameter limits, and few compiled shapes. */
+const ROWS_PER_INSERT = 64;
+
+/** Inserts rows with a compiled multi-row insert (its shape is the number of rows), in bounded statements. */
+async function insertRows<R extends object>(trx: DbOrTx, statement: CompiledStatement<Record<string, unknown>>, rows: readonly R[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
+    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
+    const params: Record<string, unknown> = {};
+    chunk.forEach((row, i) => {
+      for (const [column, value] of Object.entries(row)) params[`${i}.${column}`] = value;
+    });
+    await statement.execute(trx, params, chunk.length);
+  }
+}
+
+/** A multi-row insert of `table`'s `columns` compiled per number of rows. */
+function multiRowInsert(table: 'outbox_events' | 'deliveries', columns: readonly string[]): CompiledStatement<Record<string, unknown>> {
+  return compiledQuery<Record<string, unknown>>((db: Db, p, shape) =>
+    db.insertInto(table).values(Array.from({ length: Number(shape) }, (_, i) => Object.fromEntries(columns.map((c) => [c, p[`${i}.${c}`]])) as never)),
+  );
+}
+
+const insertEventsStatement = multiRowInsert('outbox_events', ['id', 'launch_id', 'sequence', 'event', 'body', 'request_id', 'created_at']);
+
+const insertDeliveriesStatement = multiRowInsert('deliveries', [
+  'id',
+  'event_id',
+  'launch_id',
+  'url',
+  'host',
+  'endpoint',
+  'status',
+  'attempt_count',
+  'next_attempt_at',
+  'lease_owner',
+  'lease_expires_at',
+  'last_error',
+  'last_status_code',
+  'created_at',
+  'updated_at',
+  'completed_at',
+  'endpoint_id',
+]);
+
+/** The owner's enabled webhook endpoints (as `enabledEndpointsOf`), compiled once. */
+const endpointsStatement = compiledQuery<{ owner: string }, { id: string; url: string; events: string }>((db: Db, p) =>
+  db.selectFrom('webhook_endpoints').select(['id', 'url', 'events']).where('owner', '=', p.owner).where('disabled_at', 'is', null),
+);
 
 type NewDelivery = Insertable<DeliveriesTable>;
+
+/** The breaker keys of a URL, remembered: a launch's events go to the same few URLs. */
+const urlKeys = new Map<string, { host: string; endpoint: string }>();
+function keysOf(url: string): { host: string; endpoint: string } {
+  let keys = urlKeys.get(url);
+  if (!keys) {
+    if (urlKeys.size >= 1000) urlKeys.clear();
+    keys = { host: endpointHost(url), endpoint: endpointKey(url) };
+    urlKeys.set(url, keys);
+  }
+  return keys;
+}
 
 /** A pending delivery row, due at once. */
 function deliveryRow(id: string, now: number, eventId: string, launchId: string, url: string, endpointId: string | null): NewDelivery {
@@ -133,8 +185,7 @@ function deliveryRow(id: string, now: number, eventId: string, launchId: string,
     event_id: eventId,
     launch_id: launchId,
     url,
-    host: endpointHost(url),
-    endpoint: endpointKey(url),
+    ...keysOf(url),
     status: 'pending',
     attempt_count: 0,
     next_attempt_at: now,
