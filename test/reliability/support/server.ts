@@ -1,9 +1,8 @@
-import { serve, type ServerType } from '@hono/node-server';
-import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
+import { startHttpServer } from '../../../src/http/server.js';
 import type { TestService } from '../../support/service.js';
 
-/** The test service behind a real @hono/node-server socket on 127.0.0.1, port chosen by the OS. */
+/** The test service behind the server `npm start` runs (socket bounds, health fast path) on 127.0.0.1, port chosen by the OS. */
 export interface ServedService {
   origin: string;
   send(method: string, path: string, init?: { headers?: Record<string, string>; body?: string | Buffer }): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }>;
@@ -11,10 +10,7 @@ export interface ServedService {
 }
 
 export async function serveOnPort(t: TestService): Promise<ServedService> {
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: t.service.app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
-  });
-  const { port } = server.address() as AddressInfo;
+  const { server, port } = await startHttpServer({ fetch: t.service.app.fetch, fastPath: t.service.fastPath, port: 0, hostname: '127.0.0.1', limits: t.config.http });
   const origin = `http://127.0.0.1:${port}`;
   const agent = new Agent({ connections: 8, keepAliveTimeout: 10_000 });
   return {
