@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { compiledQuery } from '../db/compiledQuery.js';
 import type { DbOrTx } from '../db/database.js';
 import type { ApiKeyRow } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
@@ -49,9 +50,12 @@ export async function createApiKey(
   return { id, key, owner: args.owner, scopes: args.scopes };
 }
 
+// Every authenticated request runs it: compiled once, not rebuilt by kysely per request.
+const activeKeyByHash = compiledQuery<{ hash: string }, ApiKeyRow>((db, p) => db.selectFrom('api_keys').selectAll().where('key_hash', '=', p.hash).where('revoked_at', 'is', null));
+
 /** The active (not revoked) key with this plaintext, if any. */
 export async function findActiveKey(db: DbOrTx, key: string): Promise<ApiKeyRow | undefined> {
-  return db.selectFrom('api_keys').selectAll().where('key_hash', '=', hashApiKey(key)).where('revoked_at', 'is', null).executeTakeFirst();
+  return activeKeyByHash.first(db, { hash: hashApiKey(key) });
 }
 
 export async function listApiKeys(db: DbOrTx): Promise<ApiKeyRow[]> {
