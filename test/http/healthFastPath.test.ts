@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import type { Http2Bindings, HttpBindings, ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../src/http/server.js';
@@ -213,14 +213,20 @@ describe('health fast path, production (anonymous callers see host labels)', () 
   });
 
   it('keeps the per-client connection cap in front of the fast path', async () => {
-    const held = await Promise.all([0, 1, 2].map(() => new Promise<ReturnType<typeof connect>>((resolve) => {
+    // The server's side of each connection, to wait until it has counted a close.
+    const accepted: Socket[] = [];
+    const onConnection = (socket: Socket) => accepted.push(socket);
+    p.fast.server.on('connection', onConnection);
+    const held = await Promise.all([0, 1, 2].map(() => new Promise<Socket>((resolve) => {
       const s = connect(p.fast.port, '127.0.0.1', () => resolve(s));
     })));
     const refused = await raw(p.fast.port, 'GET /api/health HTTP/1.1');
     expect(refused).toMatch(/^HTTP\/1\.1 429/);
     expect(refused).toContain('"code":"rate_limited"');
+    const counted = accepted.slice(0, 3).map((socket) => new Promise((resolve) => socket.once('close', resolve)));
     for (const s of held) s.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await Promise.all(counted);
+    p.fast.server.off('connection', onConnection);
     expect(await raw(p.fast.port, 'GET /api/health HTTP/1.1')).toMatch(/^HTTP\/1\.1 200/);
   });
 });
