@@ -1,19 +1,21 @@
 /**
- * Child process of the `burst` benchmark: the whole service on @hono/node-server (port 0) over the
- * data directory BENCH_DIR with BENCH_SECRET_KEY (base64), so the parent can prepare the database
+ * Child process of the `burst` benchmark: the whole service served as `npm start` serves it
+ * (startHttpServer with the health fast path and the socket bounds, port 0) over the data directory BENCH_DIR with BENCH_SECRET_KEY (base64), so the parent can prepare the database
  * and the child owns the CPU of a service. BENCH_CLOCK_OFFSET_MS moves its clock forward (a restart
  * standing for time past a killed process's leases). Prints `{"port": N}` once listening; exits on SIGTERM.
  */
-import { serve } from '@hono/node-server';
 import { createService } from '../../src/app/service.js';
+import { startHttpServer } from '../../src/http/server.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { benchConfig } from './config.js';
 
 const offset = Number(process.env.BENCH_CLOCK_OFFSET_MS ?? 0);
 const clock = { now: () => Date.now() + offset };
-const service = await createService(benchConfig(process.env.BENCH_DIR ?? '', Buffer.from(process.env.BENCH_SECRET_KEY ?? '', 'base64')), { logger: silentLogger(), clock });
+const config = benchConfig(process.env.BENCH_DIR ?? '', Buffer.from(process.env.BENCH_SECRET_KEY ?? '', 'base64'));
+const service = await createService(config, { logger: silentLogger(), clock });
 service.start();
-const server = serve({ fetch: service.app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.stdout.write(`${JSON.stringify({ port: info.port })}\n`));
+const { server, port } = await startHttpServer({ fetch: service.app.fetch, fastPath: service.fastPath, port: 0, hostname: '127.0.0.1', limits: config.http });
+process.stdout.write(`${JSON.stringify({ port })}\n`);
 process.on('SIGTERM', () => {
   server.close();
   void service.stop().finally(() => process.exit(0));
