@@ -1,8 +1,9 @@
 /**
  * Child process of the `burst` benchmark: the whole service served as `npm start` serves it
- * (startHttpServer with the health fast path and the socket bounds, port 0) over the data directory BENCH_DIR with BENCH_SECRET_KEY (base64), so the parent can prepare the database
- * and the child owns the CPU of a service. BENCH_CLOCK_OFFSET_MS moves its clock forward (a restart
- * standing for time past a killed process's leases). Prints `{"port": N}` once listening; exits on SIGTERM.
+ * (startHttpServer with the health fast path and the socket bounds, port 0) over the data directory
+ * BENCH_DIR with BENCH_SECRET_KEY (base64), so the parent can prepare the database and the child owns
+ * the CPU of a service. BENCH_CLOCK_OFFSET_MS moves its clock forward (a restart standing for time
+ * past a killed process's leases). Prints `{"port": N}` once listening; exits on SIGTERM.
  */
 import { createService } from '../../src/app/service.js';
 import { startHttpServer } from '../../src/http/server.js';

@@ -1,7 +1,8 @@
 /**
- * Child process of the `postgres` benchmark's pipeline: one service instance on @hono/node-server
- * (port 0) with the bench configuration plus BENCH_ENV (JSON: DATABASE_URL, SOLANA_RPC_URL, …).
- * Prints `{"port": N}` once listening; exits on SIGTERM.
+ * Child process of the `postgres` benchmark's pipeline: one service instance served as `npm start`
+ * serves it (startHttpServer with the health fast path and the socket bounds, port 0), with the bench
+ * configuration plus BENCH_ENV (JSON: DATABASE_URL, SOLANA_RPC_URL, …). Prints `{"port": N}` once
+ * listening; exits on SIGTERM.
  */
 import { createService } from '../../src/app/service.js';
 import { systemClock } from '../../src/lib/clock.js';
