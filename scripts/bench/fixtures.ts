@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { insertLaunch } from '../../src/launches/store.js';
-import { newId } from '../../src/lib/ids.js';
+import { newSortableId } from '../../src/lib/ids.js';
 import { endpointKey } from '../../src/webhooks/endpointKey.js';
 import { endpointHost, type WebhookEnvelope } from '../../src/webhooks/outbox.js';
 
@@ -43,7 +43,7 @@ export async function createBenchDb(path?: string): Promise<BenchDb> {
 
 /** Inserts a queued launch whose webhook goes to `url`, its secret sealed like the API does. */
 export async function insertBenchLaunch(db: Db, box: SecretBox, url: string, now = Date.now()): Promise<string> {
-  const id = newId('lch');
+  const id = newSortableId('lch');
   await insertLaunch(db, {
     id,
     owner: 'bench',
@@ -74,7 +74,7 @@ export async function prefillOutbox(db: Db, launchId: string, url: string, count
       const deliveries = [];
       for (let i = start; i < Math.min(count, start + chunk); i++) {
         const envelope: WebhookEnvelope = {
-          id: newId('evt'),
+          id: newSortableId('evt'),
           event: 'launch.step_complete',
           timestamp: new Date(base + i).toISOString(),
           launchId,
@@ -84,7 +84,7 @@ export async function prefillOutbox(db: Db, launchId: string, url: string, count
         ids.push(envelope.id);
         events.push({ id: envelope.id, launch_id: launchId, sequence: i + 1, event: envelope.event, body: JSON.stringify(envelope), request_id: 'req_bench', created_at: base + i });
         deliveries.push({
-          id: newId('dlv'),
+          id: newSortableId('dlv'),
           event_id: envelope.id,
           launch_id: launchId,
           url,

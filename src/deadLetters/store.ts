@@ -1,6 +1,6 @@
 import type { DbOrTx } from '../db/database.js';
 import type { DeadLetterRow } from '../db/schema.js';
-import { newId } from '../lib/ids.js';
+import { newSortableId } from '../lib/ids.js';
 
 export interface DeadLetterInput {
   kind: DeadLetterRow['kind'];
@@ -18,7 +18,7 @@ export interface DeadLetterInput {
 
 /** Records a launch job or a delivery for review (docs/delivery.md, "Dead letters"). */
 export async function insertDeadLetter(db: DbOrTx, d: DeadLetterInput): Promise<string> {
-  const id = newId('dlq');
+  const id = newSortableId('dlq');
   await db
     .insertInto('dead_letters')
     .values({

@@ -1,7 +1,7 @@
 import type { Db, Tx } from '../db/database.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Clock } from '../lib/clock.js';
-import { newId } from '../lib/ids.js';
+import { newSortableId } from '../lib/ids.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 import type { LaunchRequest } from './request.js';
 import { storedRequest } from './request.js';
@@ -23,7 +23,7 @@ export async function createLaunch(
   deps: CreateLaunchDeps,
   args: { owner: string; request: LaunchRequest; requestId: string; inTransaction?: (trx: Tx, launchId: string) => Promise<void> },
 ): Promise<string> {
-  const id = newId('lch');
+  const id = newSortableId('lch');
   const now = deps.clock.now();
   const steps = stepsFor(args.request);
   await deps.db.transaction().execute(async (trx) => {

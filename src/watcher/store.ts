@@ -1,7 +1,7 @@
 import type { Db, DbOrTx } from '../db/database.js';
 import { isPostgres, leaseDeadline, leaseNow } from '../db/dialect.js';
 import type { Clock } from '../lib/clock.js';
-import { newId } from '../lib/ids.js';
+import { newSortableId } from '../lib/ids.js';
 import { parseJson } from '../lib/json.js';
 import { recordEvent } from '../webhooks/outbox.js';
 
@@ -55,7 +55,7 @@ export async function insertWatches(trx: DbOrTx, args: { launchId: string; watch
     .insertInto('watches')
     .values(
       args.watches.map((w) => ({
-        id: newId('wch'),
+        id: newSortableId('wch'),
         launch_id: args.launchId,
         kind: w.kind,
         address: w.address,

@@ -3,7 +3,7 @@ import { compiledQuery, type CompiledStatement } from '../db/compiledQuery.js';
 import type { Db, DbOrTx } from '../db/database.js';
 import type { DeliveriesTable } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
-import { newId } from '../lib/ids.js';
+import { newSortableId } from '../lib/ids.js';
 import { endpointKey } from './endpointKey.js';
 import { filterMatches } from './endpoints/filters.js';
 
@@ -90,8 +90,8 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
   const now = clock.now();
   const timestamp = new Date(now).toISOString();
   const recorded = events.map((input, i): RecordedEvent => {
-    const envelope: WebhookEnvelope = { id: newId('evt'), event: input.event, timestamp, launchId: target.launchId, sequence: target.firstSequence + i, data: input.data };
-    return { eventId: envelope.id, sequence: envelope.sequence, deliveryId: newId('dlv'), envelope };
+    const envelope: WebhookEnvelope = { id: newSortableId('evt', now), event: input.event, timestamp, launchId: target.launchId, sequence: target.firstSequence + i, data: input.data };
+    return { eventId: envelope.id, sequence: envelope.sequence, deliveryId: newSortableId('dlv', now), envelope };
   });
   const eventRows = recorded.map(({ envelope }, i) => ({
     id: envelope.id,
@@ -108,7 +108,7 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
   for (const { envelope, deliveryId } of recorded) {
     rows.push(deliveryRow(deliveryId, now, envelope.id, target.launchId, target.webhookUrl, null));
     for (const endpoint of endpoints) {
-      if (filterMatches(endpoint.events, envelope.event)) rows.push(deliveryRow(newId('dlv'), now, envelope.id, target.launchId, endpoint.url, endpoint.id));
+      if (filterMatches(endpoint.events, envelope.event)) rows.push(deliveryRow(newSortableId('dlv', now), now, envelope.id, target.launchId, endpoint.url, endpoint.id));
     }
   }
   await insertRows(trx, insertDeliveriesStatement, rows);
@@ -205,7 +205,7 @@ function deliveryRow(id: string, now: number, eventId: string, launchId: string,
  * launch's own URL, or to a webhook endpoint when `endpointId` is given.
  */
 export async function insertDelivery(trx: DbOrTx, now: number, eventId: string, launchId: string, url: string, endpointId: string | null = null): Promise<string> {
-  const id = newId('dlv');
+  const id = newSortableId('dlv', now);
   await trx.insertInto('deliveries').values(deliveryRow(id, now, eventId, launchId, url, endpointId)).execute();
   return id;
 }

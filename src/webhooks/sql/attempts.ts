@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { DbOrTx } from '../../db/database.js';
 import type { DeliveryAttemptsTable } from '../../db/schema.js';
-import { newId } from '../../lib/ids.js';
+import { newSortableId } from '../../lib/ids.js';
 import { execSql } from '../../db/sqlText.js';
 
 export type AttemptRow = Selectable<DeliveryAttemptsTable>;
@@ -10,7 +10,7 @@ export type AttemptRow = Selectable<DeliveryAttemptsTable>;
 export async function insertAttempts(db: DbOrTx, rows: ReadonlyArray<Omit<AttemptRow, 'id'>>): Promise<void> {
   if (rows.length === 0) return;
   const params: unknown[] = [];
-  for (const r of rows) params.push(newId('att'), r.delivery_id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.outcome, r.error_class, r.error_message, r.response_body);
+  for (const r of rows) params.push(newSortableId('att'), r.delivery_id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.outcome, r.error_class, r.error_message, r.response_body);
   await execSql(db, insertAttemptsText(rows.length), params);
 }
 
