@@ -202,13 +202,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   /**
    * Attempts that finished are settled together (and, while running, with the next claim) on the
-   * next turn of the event loop once at least half of what is out has finished, or after
-   * {@link FLUSH_WAIT_MS}: a claim costs about as much for one row as for eight, so its cost is
-   * spread over several freed slots while the other half keeps the hosts busy.
+   * next turn of the event loop once everything out has finished, or after {@link FLUSH_WAIT_MS}:
+   * a turn's begin, host walk and commit cost the same for one row as for eight, so they are spread
+   * over every freed slot. (Settling once half had finished, the other half kept a fast receiver
+   * busy meanwhile, but on one event loop that overlap bought less than the turns it doubled:
+   * 15 000 deliveries to one host, three rounds alternating, 2120/2363/3060 -> 2252/2526/3220 per s.)
    */
   function scheduleFlush(): void {
     if (flushScheduled) return;
-    if (settles.length < Math.max(1, Math.floor((sending + settles.length) / 2)) && !stopping) {
+    if (sending > 0 && !stopping) {
       flushTimer ??= setTimeout(() => {
         flushTimer = undefined;
         scheduleFlush();
