@@ -10,6 +10,8 @@ import { jsonBodyGuard } from './middleware/bodyGuards.js';
 import { rateLimit, type RequestLimiter } from './middleware/rateLimit.js';
 import { requestContext } from './middleware/requestId.js';
 import { refuseNulInUrl } from './middleware/urlGuard.js';
+import { shareLoop } from './middleware/loopBudget.js';
+import type { LoopBudget } from '../lib/loopBudget.js';
 
 export const API_VERSION = '2026-10-01';
 
@@ -24,6 +26,8 @@ export interface AppDeps {
   observe?: MiddlewareHandler;
   /** Sub-apps mounted outside /api, e.g. `['/metrics', metricsRoutes]`. */
   pages?: Array<[path: string, app: Hono<any>]>;
+  /** Request work takes its turn on the event loop (src/lib/loopBudget.ts); none in tests that build the app alone. */
+  loopBudget?: LoopBudget;
 }
 
 const STATUS_CODES: Record<number, string> = {
@@ -78,6 +82,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   if (deps.observe) app.use('*', deps.observe);
   app.use('*', requestContext({ logger: deps.logger, apiVersion: API_VERSION }));
+  if (deps.loopBudget) app.use('*', shareLoop(deps.loopBudget));
   app.use('*', refuseNulInUrl());
   app.use('/api/*', authenticate({ db: deps.db }));
   app.use('/api/*', rateLimit({ limiter: deps.limiter, exempt: (path) => path === '/api/health' }));
