@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { withOpenCache, type SecretBox } from '../crypto/secretBox.js';
 import type { Db } from '../db/database.js';
 import { monotonicClock, type Clock } from '../lib/clock.js';
@@ -70,6 +71,8 @@ export interface Dispatcher extends OutboxSignal {
 const MAX_SETTLE_BATCH = 64;
 /** The longest a finished attempt waits for others to be settled with. */
 const FLUSH_WAIT_MS = 2;
+/** An attempt out for less than this is expected back soon: finished ones wait for it (at most FLUSH_WAIT_MS). */
+const YOUNG_MS = 10;
 /** How often spent deliveries (last attempt never settled, lease expired) are looked for. */
 const SPENT_CHECK_MS = 1_000;
 
@@ -114,6 +117,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const queue: Item[] = [];
   let sending = 0;
   const sendingByHost = new Map<string, number>();
+  /** When each attempt being sent now was started (performance.now()). */
+  const sentAt = new Map<Item, number>();
   const settles: PendingSettle[] = [];
   let flushScheduled = false;
   let flushTimer: NodeJS.Timeout | undefined;
@@ -202,15 +207,18 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   /**
    * Attempts that finished are settled together (and, while running, with the next claim) on the
-   * next turn of the event loop once everything out has finished, or after {@link FLUSH_WAIT_MS}:
-   * a turn's begin, host walk and commit cost the same for one row as for eight, so they are spread
-   * over every freed slot. (Settling once half had finished, the other half kept a fast receiver
-   * busy meanwhile, but on one event loop that overlap bought less than the turns it doubled:
-   * 15 000 deliveries to one host, three rounds alternating, 2120/2363/3060 -> 2252/2526/3220 per s.)
+   * next turn of the event loop once no attempt sent in the last {@link YOUNG_MS} is still out, or
+   * after {@link FLUSH_WAIT_MS}: a turn's begin, host walk and commit cost the same for one row as
+   * for eight, so a fast receiver's answers, which arrive within a few ms of each other, share one.
+   * An attempt out longer than that (a slow or dead receiver) does not hold the others' turn: one
+   * customer's hanging endpoint must not slow another's deliveries.
+   * (Settling once half of what was out had finished kept a fast receiver busy meanwhile, but on one
+   * event loop that overlap bought less than the turns it doubled: 15 000 deliveries to one host,
+   * three rounds alternating, 2120/2363/3060 -> 2252/2526/3220 per s.)
    */
   function scheduleFlush(): void {
     if (flushScheduled) return;
-    if (sending > 0 && !stopping) {
+    if (!stopping && youngOut()) {
       flushTimer ??= setTimeout(() => {
         flushTimer = undefined;
         scheduleFlush();
@@ -219,6 +227,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       return;
     }
     flushNow();
+  }
+
+  /** Some attempt sent less than YOUNG_MS ago is still out. */
+  function youngOut(): boolean {
+    const since = performance.now() - YOUNG_MS;
+    for (const at of sentAt.values()) if (at > since) return true;
+    return false;
   }
 
   function flushNow(): void {
@@ -282,6 +297,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
     sending += 1;
     sendingByHost.set(item.host, (sendingByHost.get(item.host) ?? 0) + 1);
+    sentAt.set(item, performance.now());
     attempt(item, now)
       .catch((error: unknown) => {
         // The lease stays and expires; the delivery is claimed again, or failed once its attempts are spent.
@@ -330,6 +346,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       }
     } finally {
       sending -= 1;
+      sentAt.delete(item);
       const n = (sendingByHost.get(item.host) ?? 1) - 1;
       if (n > 0) sendingByHost.set(item.host, n);
       else sendingByHost.delete(item.host);
