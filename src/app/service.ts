@@ -9,7 +9,7 @@ import { createSecretBox } from '../crypto/secretBox.js';
 import { acquireWriterLock } from '../db/writerLock.js';
 import { createPostgresWakeups, noWakeups } from '../db/wakeups.js';
 import { newId } from '../lib/ids.js';
-import { createLoopBudget } from '../lib/loopBudget.js';
+import { processLoopBudget } from '../lib/loopBudget.js';
 import { migrateToLatest, openConfiguredDatabase, openDatabase, type Db } from '../db/database.js';
 import { ConfigError, type Config } from '../config/config.js';
 import { cachedHealth } from '../health/cachedHealth.js';
@@ -197,7 +197,7 @@ export async function createService(
       logger,
       limiter,
       bodyLimitBytes: config.bodyLimitBytes,
-      loopBudget: createLoopBudget(),
+      loopBudget: processLoopBudget,
       routes: apiRoutes({
         db,
         clock,

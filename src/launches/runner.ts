@@ -3,7 +3,7 @@ import { monotonicClock, type Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { createPollLoop, type PollLoop } from '../lib/pollLoop.js';
 import { backoffMs } from '../lib/retry.js';
-import { yieldToLoop } from '../lib/yieldToLoop.js';
+import { loopTurn } from '../lib/loopBudget.js';
 import { classifyFailure } from './failure.js';
 import { claimLaunch, extendLease, leaseOf, LeaseLostError, releaseLaunch, type LaunchLease } from './runStore.js';
 import { runLaunchSteps, type LaunchRunDeps } from './runLaunch.js';
@@ -93,7 +93,7 @@ export class LaunchRunner {
   /** Claims up to the free slots; turns again at once while it finds work and has room. */
   private async turn(): Promise<boolean> {
     while (this.loop.isRunning() && this.running.size < (this.options.busy?.() ? 1 : this.concurrency)) {
-      await yieldToLoop(); // a finished launch must not chain straight into the next one without letting I/O in
+      await loopTurn(); // a finished launch must not chain straight into the next one without letting I/O in
       const launch = await this.claim();
       if (!launch) return false;
       this.loop.track(this.process(launch));

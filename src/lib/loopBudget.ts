@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { yieldToLoop } from './yieldToLoop.js';
 
 /**
  * Shares the event loop between a burst of requests and everything else (issue #12, "health
@@ -73,4 +74,18 @@ export function createLoopBudget(budgetMs = 10): LoopBudget {
       return queue.length;
     },
   };
+}
+
+/**
+ * The process's one budget: API requests, the embedded chain's transactions and the launch runner's
+ * claims share it, so a burst of any of them runs a slice per loop iteration.
+ */
+export const processLoopBudget: LoopBudget = createLoopBudget();
+
+/**
+ * A yield between units of background work: the next check phase, as {@link yieldToLoop}, or, when
+ * the loop's current slice is spent, a turn behind the work already waiting for one.
+ */
+export function loopTurn(): Promise<void> {
+  return processLoopBudget.enter() ?? yieldToLoop();
 }

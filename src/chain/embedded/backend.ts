@@ -7,7 +7,7 @@ import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { NonRetriableError, TransientError } from '../../lib/retry.js';
-import { yieldToLoop } from '../../lib/yieldToLoop.js';
+import { loopTurn } from '../../lib/loopBudget.js';
 import type { ChainBackend, Commitment, SignatureStatus } from '../backend.js';
 import type { AccountFilter, ChainHistory } from '../history.js';
 import { historyRecord, lastHistorySeq, signaturesForAddress, snapshotBalances, storedTransaction, toHistoryTransaction } from './history.js';
@@ -115,7 +115,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   // turn of the event loop first, so a run of transactions never holds the loop for long.
   let queue: Promise<unknown> = Promise.resolve();
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    const run = queue.then(yieldToLoop, yieldToLoop).then(fn);
+    const run = queue.then(loopTurn, loopTurn).then(fn);
     queue = run.catch(() => undefined);
     return run;
   };
