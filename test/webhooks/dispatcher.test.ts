@@ -61,6 +61,24 @@ describe('dispatcher loop', () => {
     ]);
   });
 
+  it('a delivery claimed again in the turn that settled its failed attempt stays held: stop() waits for its new attempt', async () => {
+    // A retry due at once: the turn that settles the failure claims the same delivery again, while
+    // the first attempt's item is still finishing. Its finish must not drop the new attempt.
+    const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { retrySchedule: [0, 0, 0] } }), secretBox: box });
+    receiver.respond = () => (receiver.requests.length === 1 ? { status: 500 } : { status: 200, delayMs: 300 });
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box }), 1);
+    engine.start();
+    await waitFor(() => receiver.requests.length === 2);
+    expect(engine.dispatcher.inFlight()).toBe(1);
+    expect(await engine.dispatcher.stop()).toBe(true);
+    // Settled before stop() resolved: the dispatcher still held the delivery while it was attempted again.
+    const settled = await tdb.db.selectFrom('deliveries').select(['status', 'lease_owner', 'attempt_count']).execute();
+    await engine.stop();
+    expect(settled).toEqual([{ status: 'delivered', lease_owner: null, attempt_count: 2 }]);
+    expect(receiver.requests.map((r) => r.headers['x-service-attempt'])).toEqual(['1', '2']);
+    expect(await tdb.db.selectFrom('delivery_attempts').select('attempt').orderBy('attempt').execute()).toEqual([{ attempt: 1 }, { attempt: 2 }]);
+  });
+
   it('keeps at most maxInFlight attempts in flight across all hosts', async () => {
     const other = await startReceiver(clock);
     receiver.respond = () => 'hang';
