@@ -77,12 +77,14 @@ async function claimIn(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
   const onlyHost = args.onlyHost !== undefined;
   const hostParams: unknown[] = pg ? [] : [args.now];
   if (onlyHost) hostParams.push(args.onlyHost);
-  const { rows: hosts } = await execSql<{ host: string; busy: number }>(db, hostsText(pg, onlyHost), hostParams);
+  const { rows: hosts } = await execSql<{ host: string; busy: number; due_at: number | null }>(db, hostsText(pg, onlyHost), hostParams);
   const free: Array<{ host: string; slots: number }> = [];
   let slots = 0;
   for (const h of hosts) {
     const n = args.perHostCap - Number(h.busy);
-    if (n <= 0) continue;
+    // A host whose earliest pending delivery is not due yet (a failing receiver's retries waiting
+    // out their backoff) has nothing to claim: no statement of its own, and no share of the limit.
+    if (n <= 0 || h.due_at === null || Number(h.due_at) > args.now) continue;
     free.push({ host: h.host, slots: n });
     slots += n;
   }
@@ -105,7 +107,12 @@ async function claimIn(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
 
 const hostTexts = new Map<string, string>();
 
-/** Hosts with pending deliveries and each one's live leases; `?` = the lease clock on SQLite, then the host when `onlyHost`. */
+/**
+ * Hosts with pending deliveries, each one's live leases and its earliest pending due time (the first
+ * entry of the host in the (status, host, next_attempt_at) index, leased ones included, so a host
+ * whose `due_at` is past may still have nothing to claim, never the reverse); `?` = the lease clock
+ * on SQLite, then the host when `onlyHost`.
+ */
 function hostsText(pg: boolean, onlyHost: boolean): string {
   const key = `${pg}:${onlyHost}`;
   let text = hostTexts.get(key);
@@ -118,7 +125,8 @@ function hostsText(pg: boolean, onlyHost: boolean): string {
     )
     select hosts.h as host,
       (select count(*) from deliveries b
-        where b.host = hosts.h and b.lease_owner is not null and b.status = 'pending' and b.lease_expires_at > ${pg ? LEASE_NOW_PG : '?'}) as busy
+        where b.host = hosts.h and b.lease_owner is not null and b.status = 'pending' and b.lease_expires_at > ${pg ? LEASE_NOW_PG : '?'}) as busy,
+      (select min(n.next_attempt_at) from deliveries n where n.status = 'pending' and n.host = hosts.h) as due_at
     from hosts
     where hosts.h is not null${onlyHost ? ' and hosts.h = ?' : ''}`;
     hostTexts.set(key, text);
