@@ -1,3 +1,5 @@
+import { percentile as nearestRank } from '../../src/lib/percentile.js';
+
 /** One benchmark result as written to the JSON file (`{"results": [...]}`). */
 export interface BenchResult {
   name: string;
@@ -24,12 +26,9 @@ export function result(name: string, value: number, unit: string, baseline: numb
   return { name, value: round(value), unit, baseline: round(baseline), ratio: baseline === 0 ? 0 : Math.round((value / baseline) * 1000) / 1000 };
 }
 
-/** Nearest-rank percentile of unsorted samples. */
+/** Nearest-rank percentile of unsorted samples (NaN when there are none). */
 export function percentile(samples: number[], p: number): number {
-  if (samples.length === 0) return Number.NaN;
-  const sorted = [...samples].sort((a, b) => a - b);
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank] ?? Number.NaN;
+  return nearestRank([...samples].sort((a, b) => a - b), p) ?? Number.NaN;
 }
 
 /** Median of samples (the mean of the middle two for an even count). */

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { FC } from 'hono/jsx';
 import type { Db } from '../db/database.js';
 import { orderedJoin, withoutIndex } from '../db/dialect.js';
+import { percentile } from '../lib/percentile.js';
 import type { HealthReport } from '../health/healthService.js';
 import { LineChart } from './charts.js';
 import { Badge, duration } from './layout.js';
@@ -21,11 +22,6 @@ export const COUNT_CAP = 1000;
 const LAUNCH_STATUSES = ['queued', 'processing', 'complete', 'failed'];
 const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'];
 const shown = (n: number) => (n > COUNT_CAP ? `${COUNT_CAP}+` : String(n));
-
-function percentile(sorted: number[], q: number): number | null {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? null;
-}
 
 /** Counts by status and the last hour per minute, for everyone (admin) or one owner. */
 export async function loadOverview(db: Db, user: DashboardUser, now: number): Promise<OverviewData> {
@@ -77,8 +73,8 @@ export async function loadOverview(db: Db, user: DashboardUser, now: number): Pr
       delivered,
       failed,
       launches: perLaunch,
-      p50: durations.map((d) => percentile(d, 0.5)),
-      p99: durations.map((d) => percentile(d, 0.99)),
+      p50: durations.map((d) => percentile(d, 50)),
+      p99: durations.map((d) => percentile(d, 99)),
     },
   };
 }

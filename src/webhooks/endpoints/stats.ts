@@ -1,12 +1,8 @@
 import type { DbOrTx } from '../../db/database.js';
+import { percentile } from '../../lib/percentile.js';
 
 export const STATS_WINDOW_MS = 24 * 3600_000;
 
-/** Nearest-rank percentile of ascending values; null when there are none. */
-export function percentile(sorted: readonly number[], p: number): number | null {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
 
 /** Attempts to one endpoint in the 24 h before `now`: success rate and p50/p99 latency (SPEC §13). */
 export async function endpointStats(db: DbOrTx, endpointId: string, now: number) {
