@@ -1,6 +1,7 @@
 import { getRequestListener, type Http2Bindings, type HttpBindings, type ServerType } from '@hono/node-server';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { processLoopBudget, type LoopBudget } from '../lib/loopBudget.js';
 import type { RequestFastPath } from './healthFastPath.js';
 
 export interface HttpServerLimits {
@@ -18,6 +19,8 @@ export interface HttpServerOptions {
   port: number;
   hostname: string;
   limits: HttpServerLimits;
+  /** Told of every accepted connection (default: the process's budget, which API requests share). */
+  loopBudget?: LoopBudget;
 }
 
 const REFUSED_BODY = JSON.stringify({ error: { code: 'rate_limited', message: 'Too many open connections from this address' } });
@@ -36,7 +39,8 @@ const REFUSED = [
  * do not arrive within `requestTimeoutMs` is answered 408 and its socket closed (a body trickled a
  * byte at a time cannot hold a socket for minutes), and one client address cannot hold more than
  * `maxConnectionsPerClient` connections (the next ones are answered 429 and closed at once).
- * A `fastPath` sees each request first and hands the ones it does not answer to `fetch`.
+ * A `fastPath` sees each request first and hands the ones it does not answer to `fetch`; every
+ * accepted connection is reported to the loop budget ({@link LoopBudget.connectionAccepted}).
  * Resolves once listening.
  */
 export function startHttpServer(options: HttpServerOptions): Promise<{ server: ServerType; port: number }> {
@@ -53,6 +57,9 @@ export function startHttpServer(options: HttpServerOptions): Promise<{ server: S
     },
     fastPath ? (req, res) => fastPath(req, res, () => void app(req, res)) : (req, res) => void app(req, res),
   );
+  // libuv accepts one connection per loop iteration: while they arrive, iterations are kept short.
+  const budget = options.loopBudget ?? processLoopBudget;
+  server.on('connection', () => budget.connectionAccepted());
   if (maxConnectionsPerClient > 0) capConnectionsPerClient(server, maxConnectionsPerClient);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
