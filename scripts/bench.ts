@@ -3,13 +3,14 @@
  * baseline in one run on loopback, printed as a table and optionally written as JSON
  * (`{"results": [{name, value, unit, baseline, ratio}]}`). See docs/benchmarks.md.
  */
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { scenarios } from './bench/scenarios.js';
 import { formatTable } from './bench/table.js';
 import type { BenchRow } from './bench/types.js';
@@ -23,25 +24,37 @@ if (selected.length === 0) {
 }
 
 /**
- * Every scenario starts from a collected heap, not from the garbage (and the young-generation size
- * V8 grew for it) of the one before: after `delivery-latency`, `isolation`'s no-dead-host side ran
- * ~20 % faster than alone (4216-4237 vs ~3470 deliveries/s) while its dead-host side did not, so the
- * ratio depended on the order of the scenarios (0.80-0.84 after it, 1.02 with a collection between).
+ * Every scenario runs in a fresh process (scenarioChild.ts), so none inherits the heap, the
+ * young-generation size V8 grew, the JIT state or the stray timers of the one before. In one process
+ * the order of the scenarios showed in the numbers: after `delivery-latency`, `isolation`'s
+ * no-dead-host side ran ~20 % faster than alone (4216-4237 vs ~3470 deliveries/s); after `health`
+ * (its load generator pushed ~900 000 requests through this heap), `delivery-latency`'s p99 was
+ * 11-16 ms against 6-8 ms alone, the dispatcher then running under a mark-compact every ~2.5 s. A
+ * full collection between scenarios (the earlier remedy) fixed the first and not the second.
  */
-async function collectGarbage(): Promise<void> {
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
-  await new Promise((resolve) => setTimeout(resolve, 200));
+function runScenario(name: string): Promise<BenchRow[]> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./bench/scenarioChild.ts', import.meta.url)), name], {
+    cwd: fileURLToPath(new URL('../', import.meta.url)),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let rows: BenchRow[] | undefined;
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    if (line.startsWith('{"rows":')) rows = (JSON.parse(line) as { rows: BenchRow[] }).rows;
+    else if (line !== '') process.stdout.write(`${line} `);
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => (rows && code === 0 ? resolve(rows) : reject(new Error(`scenario ${name} exited with code ${code} without its rows`))));
+  });
 }
 
 process.stdout.write(`bench: ${cpus().length} cpus (${cpus()[0]?.model ?? 'unknown'}), node ${process.version}\n`);
 const rows: BenchRow[] = [];
 const started = performance.now();
 for (const scenario of selected) {
-  await collectGarbage();
   const t = performance.now();
   process.stdout.write(`  ${scenario.name} … `);
-  const got = await scenario.run();
+  const got = await runScenario(scenario.name);
   rows.push(...got);
   process.stdout.write(`${((performance.now() - t) / 1000).toFixed(1)} s\n`);
   for (const r of got) process.stdout.write(`    ${r.name}: ${r.value} ${r.unit} (baseline ${r.baseline}, ratio ${r.ratio}) — ${r.note}\n`);
