@@ -11,6 +11,7 @@ import * as m010 from './010_webhook_endpoints.js';
 import * as m012 from './012_postgres.js';
 import * as m013 from './013_shared_breakers_rate_limits.js';
 import * as m017 from './017_watch_woken.js';
+import * as m018 from './018_delivery_index_locality.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ export const migrations: Record<string, Migration> = {
   '012_postgres': m012,
   '013_shared_breakers_rate_limits': m013,
   '017_watch_woken': m017,
+  '018_delivery_index_locality': m018,
 };
 
 export const migrationProvider: MigrationProvider = {
