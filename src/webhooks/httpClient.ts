@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import type { LoopLag } from '../lib/loopLag.js';
@@ -137,11 +138,16 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
    * then a backstop of twice the timeout bounds connecting and queueing.
    */
   async function exchange(url: URL, req: WebhookRequest, dispatcher: Dispatcher): Promise<Raw> {
-    const controller = new AbortController();
+    // undici takes an EventEmitter as the abort signal too; an AbortController per attempt cost
+    // ~13 us more per request and kept each request's objects alive across a scavenge more often
+    // (20 000 POSTs to a local receiver: 2 361 vs 2 070-2 132 ms, 45-53 vs 31-41 MB promoted).
+    const signal: EventEmitter & { aborted?: boolean; reason?: unknown } = new EventEmitter();
     let timedOut = false;
     const expire = () => {
       timedOut = true;
-      controller.abort();
+      signal.aborted = true;
+      signal.reason = new DOMException('This operation was aborted', 'AbortError');
+      signal.emit('abort');
     };
     let timer = setTimeout(expire, 2 * options.timeoutMs);
     const hook: WriteHook = {
@@ -151,7 +157,7 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
       },
     };
     try {
-      const res = await request(url, { method: 'POST', headers: req.headers, body: req.body, dispatcher, signal: controller.signal, opaque: hook });
+      const res = await request(url, { method: 'POST', headers: req.headers, body: req.body, dispatcher, signal, opaque: hook });
       const body = (await readBounded(res.body)).subarray(0, MAX_STORED_BYTES).toString('utf8');
       const location = res.headers.location;
       return { ok: true, statusCode: res.statusCode, body, location: location === undefined ? undefined : String(location), retryAfter: res.headers['retry-after'] };
