@@ -68,10 +68,17 @@ const MAX_STORED_BYTES = 2 * 1024;
 
 export const DESTINATION_NOT_ALLOWED = 'destination not allowed';
 
-function classify(error: unknown, timedOut: boolean, revealBlocked: boolean): { errorClass: string; errorMessage: string; logDetail?: string } {
+/** Which deadline ended an attempt: the receiver's (counted from the write), or the backstop before it was written. */
+type Expired = 'answer' | 'send' | undefined;
+
+function classify(error: unknown, expired: Expired, timeoutMs: number, revealBlocked: boolean): { errorClass: string; errorMessage: string; logDetail?: string } {
   const err = error as { code?: string; message?: string; name?: string };
   const message = err?.message ?? String(error);
-  if (timedOut || err?.name === 'AbortError' || /Timeout/.test(err?.code ?? '')) return { errorClass: 'timeout', errorMessage: message };
+  if (expired === 'send') return { errorClass: 'timeout', errorMessage: inWords(`the request could not be sent within ${seconds(2 * timeoutMs)} (connecting to the receiver, or waiting for a connection to it)`, message) };
+  if (expired === 'answer' || err?.name === 'AbortError' || err?.code === 'UND_ERR_HEADERS_TIMEOUT' || err?.code === 'UND_ERR_BODY_TIMEOUT') {
+    return { errorClass: 'timeout', errorMessage: inWords(`no complete answer within ${seconds(timeoutMs)} of sending the request`, message) };
+  }
+  if (/Timeout/.test(err?.code ?? '')) return { errorClass: 'timeout', errorMessage: inWords(`could not connect to the receiver within ${seconds(timeoutMs)}`, message) };
   if (error instanceof BlockedDestinationError) {
     return { errorClass: 'blocked_destination', errorMessage: revealBlocked ? error.detail : DESTINATION_NOT_ALLOWED, logDetail: error.detail };
   }
@@ -80,6 +87,11 @@ function classify(error: unknown, timedOut: boolean, revealBlocked: boolean): { 
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { errorClass: 'dns_error', errorMessage: inWords("the webhook URL's host name does not resolve", message) };
   if (/TLS|CERT|SSL|SELF_SIGNED|ERR_SSL/.test(code) || /certificate|tls|ssl/i.test(message)) return { errorClass: 'tls_error', errorMessage: inWords(tlsInWords(code, message), message) };
   return { errorClass: 'connection_error', errorMessage: code ? `${code}: ${message}` : message };
+}
+
+/** A duration as a customer reads it: `10 s`, `500 ms`. */
+function seconds(ms: number): string {
+  return ms >= 1000 && ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
 /** A failure said in words a customer acts on, with the raw error kept after it. */
@@ -130,7 +142,7 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
   const agent = new Agent({ ...agentOptions, keepAliveTimeout: 4_000 }).compose(notifyOnWrite);
   const lagToleranceMs = options.lagToleranceMs ?? Math.max(1_000, options.timeoutMs / 4);
 
-  type Raw = { ok: true; statusCode: number; body: string; location: string | undefined; retryAfter: string | string[] | undefined } | { ok: false; error: unknown; timedOut: boolean; reusedSocket: boolean };
+  type Raw = { ok: true; statusCode: number; body: string; location: string | undefined; retryAfter: string | string[] | undefined } | { ok: false; error: unknown; expired: Expired; reusedSocket: boolean };
 
   /**
    * One HTTP exchange. The receiver's deadline (connect, headers and body together, so a
@@ -142,9 +154,10 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
     // ~13 us more per request and kept each request's objects alive across a scavenge more often
     // (20 000 POSTs to a local receiver: 2 361 vs 2 070-2 132 ms, 45-53 vs 31-41 MB promoted).
     const signal: EventEmitter & { aborted?: boolean; reason?: unknown } = new EventEmitter();
-    let timedOut = false;
+    let written = false;
+    let expired: Expired;
     const expire = () => {
-      timedOut = true;
+      expired = written ? 'answer' : 'send';
       signal.aborted = true;
       signal.reason = new DOMException('This operation was aborted', 'AbortError');
       signal.emit('abort');
@@ -152,6 +165,7 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
     let timer = setTimeout(expire, 2 * options.timeoutMs);
     const hook: WriteHook = {
       onWrite() {
+        written = true;
         clearTimeout(timer);
         timer = setTimeout(expire, options.timeoutMs);
       },
@@ -162,7 +176,7 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
       const location = res.headers.location;
       return { ok: true, statusCode: res.statusCode, body, location: location === undefined ? undefined : String(location), retryAfter: res.headers['retry-after'] };
     } catch (error) {
-      return { ok: false, error, timedOut, reusedSocket: hook.reusedSocket === true };
+      return { ok: false, error, expired, reusedSocket: hook.reusedSocket === true };
     } finally {
       clearTimeout(timer);
     }
@@ -214,10 +228,10 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
       const revealBlocked = options.revealBlockedDetails ?? true;
       const lag = lagged();
       if (lag >= lagToleranceMs) {
-        const { errorMessage } = classify(raw.error, raw.timedOut, revealBlocked);
+        const { errorMessage } = classify(raw.error, raw.expired, options.timeoutMs, revealBlocked);
         return { ...fail('service_lagging', `the service's event loop stalled ${Math.round(lag)} ms during the attempt: ${errorMessage}`), serviceFault: true };
       }
-      const { errorClass, errorMessage, logDetail } = classify(raw.error, raw.timedOut, revealBlocked);
+      const { errorClass, errorMessage, logDetail } = classify(raw.error, raw.expired, options.timeoutMs, revealBlocked);
       return logDetail === undefined ? fail(errorClass, errorMessage) : { ...fail(errorClass, errorMessage), logDetail };
     },
     async close() {
