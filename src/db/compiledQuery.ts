@@ -1,5 +1,6 @@
 import type { CompiledQuery, Compilable, Kysely, QueryResult } from 'kysely';
 import { isPostgres } from './dialect.js';
+import { runInSqliteTransaction } from './directSqlite.js';
 
 /**
  * A hot statement built and compiled by kysely once per dialect (and shape), then run many times
@@ -75,6 +76,13 @@ export function compiledQuery<P extends object, O = unknown>(
       if (value === undefined) throw new Error(`compiledQuery: no value for parameter ${slot.name}`);
       return value;
     });
+    // Inside a SQLite transaction it runs on the connection directly (directSqlite.ts).
+    try {
+      const direct = runInSqliteTransaction<O>(db, template.sql, values);
+      if (direct) return Promise.resolve(direct);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
     // The root node goes along so kysely's executor (and any plugin) sees what kind of query it is.
     const query: CompiledQuery<O> = { sql: template.sql, parameters: values, query: template.query, queryId: template.queryId };
     return db.executeQuery(query);

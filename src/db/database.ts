@@ -1,7 +1,8 @@
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { startBackgroundCheckpointer, type BackgroundCheckpointer } from './checkpointer.js';
+import { DirectSqliteDialect, type StatementSource } from './directSqlite.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
 
@@ -69,7 +70,9 @@ export function openDatabase(path: string, options: { backgroundCheckpoint?: boo
     sqlite.pragma('wal_autocheckpoint = 0');
     checkpointer = startBackgroundCheckpointer(path);
   }
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, () => void checkpointer?.stop()) }) });
+  const statements = withStatementCache(sqlite, () => void checkpointer?.stop());
+  // The statement cache is also reachable from a transaction, for statements run on it directly (directSqlite.ts).
+  const db = new Kysely<Database>({ dialect: new DirectSqliteDialect({ database: statements }, statements) });
   let closed = false;
   return {
     db,
@@ -89,7 +92,7 @@ export function openDatabase(path: string, options: { backgroundCheckpoint?: boo
  * same few statements thousands of times, so reuse them (LRU by SQL text). Safe because
  * better-sqlite3 runs each statement to completion synchronously (nothing here streams).
  */
-function withStatementCache(sqlite: SqliteDatabase.Database, onClose: () => void, max = 256): { close(): void; prepare(sql: string): SqliteDatabase.Statement } {
+function withStatementCache(sqlite: SqliteDatabase.Database, onClose: () => void, max = 256): StatementSource & { close(): void } {
   const cache = new Map<string, SqliteDatabase.Statement>();
   return {
     close: () => {
@@ -103,6 +106,9 @@ function withStatementCache(sqlite: SqliteDatabase.Database, onClose: () => void
       cache.set(sql, stmt);
       if (cache.size > max) cache.delete(cache.keys().next().value as string);
       return stmt;
+    },
+    get inTransaction() {
+      return sqlite.inTransaction;
     },
   };
 }

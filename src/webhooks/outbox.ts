@@ -67,12 +67,8 @@ export interface EventTarget {
  * notify the dispatcher after that transaction commits.
  */
 export async function recordEvent(trx: DbOrTx, clock: Clock, input: RecordEventInput): Promise<RecordedEvent> {
-  const launch = await trx
-    .updateTable('launches')
-    .set((eb) => ({ next_sequence: eb('next_sequence', '+', 1) }))
-    .where('id', '=', input.launchId)
-    .returning(['next_sequence', 'webhook_url', 'owner'])
-    .executeTakeFirstOrThrow();
+  const launch = await nextSequenceStatement.first(trx, { id: input.launchId });
+  if (!launch) throw new Error(`recordEvent: no launch ${input.launchId}`);
   const target = { launchId: input.launchId, webhookUrl: launch.webhook_url, owner: launch.owner, firstSequence: launch.next_sequence - 1 };
   const [recorded] = await insertEvents(trx, clock, target, [input]);
   return recorded!;
@@ -119,23 +115,42 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
 const ROWS_PER_INSERT = 64;
 
 /** Inserts rows with a compiled multi-row insert (its shape is the number of rows), in bounded statements. */
-async function insertRows<R extends object>(trx: DbOrTx, statement: CompiledStatement<Record<string, unknown>>, rows: readonly R[]): Promise<void> {
+async function insertRows<R extends object>(trx: DbOrTx, insert: MultiRowInsert, rows: readonly R[]): Promise<void> {
   for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
+    const count = Math.min(ROWS_PER_INSERT, rows.length - start);
     const params: Record<string, unknown> = {};
-    chunk.forEach((row, i) => {
-      for (const [column, value] of Object.entries(row)) params[`${i}.${column}`] = value;
-    });
-    await statement.execute(trx, params, chunk.length);
+    for (let i = 0; i < count; i++) {
+      const row = rows[start + i] as Record<string, unknown>;
+      const keys = (insert.keys[i] ??= insert.columns.map((c) => `${i}.${c}`));
+      for (let c = 0; c < keys.length; c++) params[keys[c]!] = row[insert.columns[c]!];
+    }
+    await insert.statement.execute(trx, params, count);
   }
 }
 
+interface MultiRowInsert {
+  statement: CompiledStatement<Record<string, unknown>>;
+  columns: readonly string[];
+  /** The parameter names of row `i` by column (`"3.body"`), built once per row index. */
+  keys: string[][];
+}
+
 /** A multi-row insert of `table`'s `columns` compiled per number of rows. */
-function multiRowInsert(table: 'outbox_events' | 'deliveries', columns: readonly string[]): CompiledStatement<Record<string, unknown>> {
-  return compiledQuery<Record<string, unknown>>((db: Db, p, shape) =>
+function multiRowInsert(table: 'outbox_events' | 'deliveries', columns: readonly string[]): MultiRowInsert {
+  const statement = compiledQuery<Record<string, unknown>>((db: Db, p, shape) =>
     db.insertInto(table).values(Array.from({ length: Number(shape) }, (_, i) => Object.fromEntries(columns.map((c) => [c, p[`${i}.${c}`]])) as never)),
   );
+  return { statement, columns, keys: [] };
 }
+
+/** Takes the launch's next event sequence number, with where and for whom its events are delivered. */
+const nextSequenceStatement = compiledQuery<{ id: string }, { next_sequence: number; webhook_url: string; owner: string }>((db: Db, p) =>
+  db
+    .updateTable('launches')
+    .set((eb) => ({ next_sequence: eb('next_sequence', '+', 1) }))
+    .where('id', '=', p.id)
+    .returning(['next_sequence', 'webhook_url', 'owner']),
+);
 
 const insertEventsStatement = multiRowInsert('outbox_events', ['id', 'launch_id', 'sequence', 'event', 'body', 'request_id', 'created_at']);
 

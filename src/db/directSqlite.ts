@@ -1,0 +1,56 @@
+import type SqliteDatabase from 'better-sqlite3';
+import { SqliteAdapter, SqliteDialect, type DialectAdapter, type QueryResult, type SqliteDialectConfig } from 'kysely';
+import type { Kysely } from 'kysely';
+
+/** Prepared statements by SQL text (the service's statement cache, see database.ts). */
+export interface StatementSource {
+  prepare(sql: string): SqliteDatabase.Statement;
+  /** The connection is inside BEGIN … COMMIT (better-sqlite3's `inTransaction`). */
+  readonly inTransaction: boolean;
+}
+
+/** kysely's SQLite adapter, carrying the connection's statement source so a transaction can reach it. */
+class DirectSqliteAdapter extends SqliteAdapter {
+  constructor(readonly statements: StatementSource) {
+    super();
+  }
+}
+
+/** kysely's SQLite dialect whose adapter (shared by the database and its transactions) knows the statements. */
+export class DirectSqliteDialect extends SqliteDialect {
+  readonly #statements: StatementSource;
+
+  constructor(config: SqliteDialectConfig, statements: StatementSource) {
+    super(config);
+    this.#statements = statements;
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new DirectSqliteAdapter(this.#statements);
+  }
+}
+
+/**
+ * Inside an open SQLite transaction, runs a statement on the transaction's connection at once, as
+ * kysely's SQLite driver would (same prepared statement, same result shape, same errors), without
+ * kysely's executor: its connection provider, plugin pass and promise chain cost ~4 KB of garbage
+ * per statement, and the dispatcher and the runner run thousands a second (each scavenge that
+ * garbage brings pauses every delivery in flight for ~5 ms; docs/benchmarks.md, "Issue #12, eighth
+ * session"). Safe only in a transaction: the transaction holds SQLite's one connection (kysely's
+ * driver lets no other statement onto it until the commit), and better-sqlite3 runs the statement to
+ * completion synchronously. Returns undefined anywhere else (the database itself, PostgreSQL), where
+ * the caller goes through kysely; also for a transaction already committed or rolled back (the
+ * connection is outside any transaction), so kysely raises its error for it as before.
+ */
+export function runInSqliteTransaction<R>(db: Kysely<any>, sql: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
+  if (!db.isTransaction) return undefined;
+  const executor = db.getExecutor();
+  const adapter = executor.adapter;
+  // A plugin (none in the service) rewrites queries or results: only kysely's executor runs it.
+  if (!(adapter instanceof DirectSqliteAdapter) || executor.plugins.length > 0) return undefined;
+  if (!adapter.statements.inTransaction) return undefined;
+  const stmt = adapter.statements.prepare(sql);
+  if (stmt.reader) return { rows: stmt.all(parameters) as R[] };
+  const { changes, lastInsertRowid } = stmt.run(parameters);
+  return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+}
