@@ -18,4 +18,4 @@ COPY scripts ./scripts
 RUN node scripts/build.mjs
 EXPOSE 8080
 # Run node directly (not npm) so SIGTERM reaches the service and it shuts down cleanly.
-CMD ["node", "--enable-source-maps", "dist/app/main.mjs"]
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=32", "dist/app/main.mjs"]

@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { scenarios } from './bench/scenarios.js';
+import { SERVICE_NODE_FLAGS } from './serviceNodeFlags.js';
 import { formatTable } from './bench/table.js';
 import type { BenchRow } from './bench/types.js';
 
@@ -31,9 +32,10 @@ if (selected.length === 0) {
  * (its load generator pushed ~900 000 requests through this heap), `delivery-latency`'s p99 was
  * 11-16 ms against 6-8 ms alone, the dispatcher then running under a mark-compact every ~2.5 s. A
  * full collection between scenarios (the earlier remedy) fixed the first and not the second.
+ * The process runs with the service's V8 flags (scripts/serviceNodeFlags.ts), as `npm start` does.
  */
 function runScenario(name: string): Promise<BenchRow[]> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./bench/scenarioChild.ts', import.meta.url)), name], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', fileURLToPath(new URL('./bench/scenarioChild.ts', import.meta.url)), name], {
     cwd: fileURLToPath(new URL('../', import.meta.url)),
     stdio: ['ignore', 'pipe', 'inherit'],
   });

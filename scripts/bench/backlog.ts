@@ -5,6 +5,7 @@ import { saveBreakerState } from '../../src/webhooks/sql/breakers.js';
 import { endpointKey } from '../../src/webhooks/endpointKey.js';
 import { endpointHost } from '../../src/webhooks/outbox.js';
 import { spawnBenchChild } from './child.js';
+import { SERVICE_NODE_FLAGS } from '../serviceNodeFlags.js';
 import { createBenchDb, insertBenchLaunch, prefillOutbox } from './fixtures.js';
 import { result, type BenchResult } from './types.js';
 
@@ -27,7 +28,7 @@ async function prepare(pending: number): Promise<{ dir: string; secretKey: Buffe
 async function peakRss(pending: number, runMs: number): Promise<number> {
   const { dir, secretKey } = await prepare(pending);
   try {
-    const child = await spawnBenchChild<{ ready: boolean }>('backlogChild.ts', [], { DATA_DIR: dir, BENCH_SECRET_KEY: secretKey.toString('base64'), BENCH_RUN_MS: String(runMs) });
+    const child = await spawnBenchChild<{ ready: boolean }>('backlogChild.ts', [], { DATA_DIR: dir, BENCH_SECRET_KEY: secretKey.toString('base64'), BENCH_RUN_MS: String(runMs) }, [...SERVICE_NODE_FLAGS]);
     const code = await child.exited;
     const last = child.lines.at(-1) as { maxRssBytes?: number } | undefined;
     if (code !== 0 || !last?.maxRssBytes) throw new Error(`backlog child exited ${code} without a measurement`);

@@ -9,6 +9,7 @@ import { Pool } from 'undici';
 import { createApiKey } from '../../src/auth/apiKeys.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { spawnBenchChild } from './child.js';
+import { SERVICE_NODE_FLAGS } from '../serviceNodeFlags.js';
 import { percentile, result, type BenchResult } from './types.js';
 
 const PARALLEL = 50;
@@ -89,7 +90,7 @@ export async function benchBurst(count = 2000): Promise<{ results: BenchResult[]
   const key = (await createApiKey(opened.db, { owner: 'bench', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
   const receiver = await spawnBenchChild<{ url: string }>('receiverChild.ts');
   const serviceEnv = { BENCH_DIR: dir, BENCH_SECRET_KEY: secretKey.toString('base64') };
-  let service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], serviceEnv);
+  let service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], serviceEnv, [...SERVICE_NODE_FLAGS]);
   let origin = `http://127.0.0.1:${service.first.port}`;
   let pool = new Pool(origin, { connections: PARALLEL });
   try {
@@ -113,7 +114,7 @@ export async function benchBurst(count = 2000): Promise<{ results: BenchResult[]
     service.child.kill('SIGKILL');
     await service.exited;
     const spawnedAt = performance.now();
-    service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], { ...serviceEnv, BENCH_CLOCK_OFFSET_MS: String(10 * 60_000) });
+    service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], { ...serviceEnv, BENCH_CLOCK_OFFSET_MS: String(10 * 60_000) }, [...SERVICE_NODE_FLAGS]);
     const portOpenAt = performance.now();
     origin = `http://127.0.0.1:${service.first.port}`;
     pool = new Pool(origin, { connections: PARALLEL });

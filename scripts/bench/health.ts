@@ -1,12 +1,13 @@
 import { request } from 'undici';
 import { spawnBenchChild } from './child.js';
+import { SERVICE_NODE_FLAGS } from '../serviceNodeFlags.js';
 import { runLoad } from './load.js';
 import { roundsResult, type BenchResult } from './types.js';
 
 const CONNECTIONS = 32;
 
 async function loadChild(mode: 'service' | 'bare', durationMs: number, env: Record<string, string> = {}) {
-  const server = await spawnBenchChild<{ port: number }>('healthServer.ts', [mode], env);
+  const server = await spawnBenchChild<{ port: number }>('healthServer.ts', [mode], env, [...SERVICE_NODE_FLAGS]);
   try {
     const origin = `http://127.0.0.1:${server.first.port}`;
     const sample = await request(`${origin}/api/health`);

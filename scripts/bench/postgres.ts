@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { SERVICE_NODE_FLAGS } from '../serviceNodeFlags.js';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +31,7 @@ async function admin(statement: string): Promise<void> {
 }
 
 async function startChild(env: Record<string, string>): Promise<{ child: ChildProcess; go(): void; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'dispatchChild.ts')], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(import.meta.dirname, 'dispatchChild.ts')], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
@@ -88,7 +89,7 @@ export async function measurePostgresDispatch(instances: number, count: number, 
 
 /** A child process that prints one line matching `ready` once serving; `stop()` SIGTERMs it. */
 async function spawnReady(script: string, env: Record<string, string>, ready: RegExp): Promise<{ line: RegExpExecArray; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
