@@ -374,7 +374,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
     if (closed) return;
     const delivery = { id: item.id, launch_id: item.launchId, event_id: item.eventId, attempt_count: item.attempt, lease_token: item.token };
-    const result = await settle({ delivery, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule });
+    const result = await settle({ delivery, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule, endpointId: ctx.endpointId });
     if (deps.afterAttempt && result !== 'lease_lost') {
       await deps.afterAttempt(ctx, outcome, clock.now()).catch((error: unknown) => log.warn({ err: error, deliveryId: item.id }, 'endpoint health update failed'));
     }

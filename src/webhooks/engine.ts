@@ -10,7 +10,7 @@ import { createDispatcher, type Dispatcher } from './dispatcher.js';
 import type { HostLookup } from './guardedConnector.js';
 import { createWebhookHttpClient, type WebhookHttpClient } from './httpClient.js';
 import type { OutboxSignal } from './outbox.js';
-import { noteEndpointOutcome } from './endpoints/endpointHealth.js';
+import { noteEndpointFailure } from './endpoints/endpointHealth.js';
 
 export interface WebhookEngineDeps {
   db: Db;
@@ -82,9 +82,10 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
     client,
     breakers,
     afterAttempt: async (ctx, outcome, now) => {
-      // A secret we cannot decrypt, or our own stalled loop, is our problem, not the endpoint's.
-      if (ctx.endpointId === null || outcome.errorClass === 'secret_unavailable' || outcome.serviceFault) return;
-      const disabled = await noteEndpointOutcome(deps.db, { endpointId: ctx.endpointId, outcome, now, disableAfterMs });
+      // A success ended the endpoint's failing run when it was settled (settle.ts). A secret we
+      // cannot decrypt, or our own stalled loop, is our problem, not the endpoint's.
+      if (outcome.ok || ctx.endpointId === null || outcome.errorClass === 'secret_unavailable' || outcome.serviceFault) return;
+      const disabled = await noteEndpointFailure(deps.db, { endpointId: ctx.endpointId, statusCode: outcome.statusCode, now, disableAfterMs });
       if (disabled) deps.logger.warn({ component: 'webhook-endpoints', endpointId: ctx.endpointId, reason: disabled, statusCode: outcome.statusCode }, 'webhook endpoint disabled');
     },
     busy: () => loopLag.busy(),

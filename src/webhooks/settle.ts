@@ -5,6 +5,7 @@ import { delayHonouringRetryAfter } from './retryAfter.js';
 import { retryDelayAfter } from './schedule.js';
 import { insertAttempts, type AttemptRow } from './sql/attempts.js';
 import { insertDeadLetter } from '../deadLetters/store.js';
+import { endFailingRuns } from './endpoints/endpointHealth.js';
 import { markDeliveredMany, markFailed, scheduleRetry } from './sql/settleDeliveries.js';
 
 export type SettleResult = 'delivered' | 'retrying' | 'failed' | 'lease_lost';
@@ -17,11 +18,14 @@ export interface SettleInput {
   startedAt: number;
   now: number;
   schedule: readonly number[];
+  /** The webhook endpoint (SPEC §13) the delivery went to, if any: a success ends its failing run in this transaction. */
+  endpointId?: string | null;
 }
 
 /**
  * Settles one attempt in one transaction: the delivery's new state (only while this exact claim —
- * owner and fencing token — still holds it), the attempt log row, and — after the last failure — the dead letter.
+ * owner and fencing token — still holds it), the attempt log row, after the last failure the dead
+ * letter, and after a success to a webhook endpoint the end of that endpoint's failing run.
  */
 export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleResult> {
   return db.transaction().execute(async (trx) => (await settleAttemptsIn(trx, [input]))[0] ?? 'lease_lost');
@@ -47,6 +51,11 @@ export async function settleAttemptsIn(trx: Tx, inputs: readonly SettleInput[]):
     const held = await markDeliveredMany(trx, leases, { now: first.now, statusCode: first.outcome.statusCode });
     for (const i of indexes) results[i] = held.has(inputs[i]!.delivery.id) ? 'delivered' : 'lease_lost';
   }
+  const recovered = new Set<string>();
+  inputs.forEach((input, i) => {
+    if (results[i] === 'delivered' && input.endpointId) recovered.add(input.endpointId);
+  });
+  await endFailingRuns(trx, [...recovered]);
   for (let i = 0; i < inputs.length; i++) if (!inputs[i]!.outcome.ok) results[i] = await settleState(trx, inputs[i]!);
   // A newer claim holds a lost delivery: it owns the delivery and its log now.
   await insertAttempts(

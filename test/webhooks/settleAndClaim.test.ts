@@ -69,4 +69,21 @@ describe('settling attempts and claiming in one transaction', () => {
     expect(second.claimed[0]).toHaveLength(1);
     expect(await tdb.db.selectFrom('delivery_attempts').select('delivery_id').execute()).toEqual([{ delivery_id: a!.id }]);
   });
+  it('ends the failing run of each webhook endpoint a settled success went to, and of no other', async () => {
+    const now = clock.now();
+    const endpoint = (id: string) => ({ id, owner: 'acme', url: `https://${id}.example.com/hook`, description: null, events: '["*"]', signature_scheme: 'service' as const, secret_enc: box.seal('whsec_endpoint'), previous_secret_enc: null, previous_secret_expires_at: null, disabled_at: null, disabled_reason: null, failing_since: now - 60_000, created_at: now, updated_at: now });
+    await tdb.db.insertInto('webhook_endpoints').values([endpoint('we_ok'), endpoint('we_lost'), endpoint('we_other')]).execute();
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box }), 2);
+    const [first, second] = await claimAll();
+    // The second's lease was lost to a newer claim: its success is not this dispatcher's to settle.
+    const lost = { ...input(second!), delivery: { ...second!, lease_token: second!.lease_token - 1 }, endpointId: 'we_lost' };
+    const out = await settleAndClaim(tdb.db, { settles: [{ ...input(first!), endpointId: 'we_ok' }, lost] });
+    expect(out.results).toEqual(['delivered', 'lease_lost']);
+    const rows = await tdb.db.selectFrom('webhook_endpoints').select(['id', 'failing_since']).orderBy('id').execute();
+    expect(rows).toEqual([
+      { id: 'we_lost', failing_since: now - 60_000 },
+      { id: 'we_ok', failing_since: null },
+      { id: 'we_other', failing_since: now - 60_000 },
+    ]);
+  });
 });
