@@ -20,6 +20,7 @@ import { createHealthResponder } from '../http/routes/health.js';
 import type { AppEnv } from '../http/env.js';
 import { createRateLimiter } from '../http/middleware/rateLimit.js';
 import { createChainStepRunner } from '../launches/chainStepRunner.js';
+import type { StepRunner } from '../launches/stepPort.js';
 import { LaunchRunner } from '../launches/runner.js';
 import { requeueFailedLaunch } from '../launches/requeueLaunch.js';
 import { purgeExpiredIdempotencyKeys, requestHashKey, upgradeLegacyRequestHashes } from '../launches/idempotency.js';
@@ -70,6 +71,11 @@ export async function createService(
      * this way). Without it the embedded chain is refused on PostgreSQL: it lives in one process.
      */
     embeddedChainFile?: string;
+    /**
+     * Wraps the runner's chain step runner (the `pipeline` bench replays recorded step outcomes
+     * through it to measure the service's own work per launch without the chain's).
+     */
+    wrapStepRunner?: (chain: StepRunner) => StepRunner;
   },
 ): Promise<Service> {
   const { logger, clock } = deps;
@@ -120,7 +126,7 @@ export async function createService(
       clock,
       logger: logger.child({ component: 'runner' }),
       signal: webhooks.signal,
-      runStep: createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() }),
+      runStep: (deps.wrapStepRunner ?? ((runner: StepRunner) => runner))(createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() })),
       finalize: (signatures) => finalizeAll(chain, signatures),
       // A completed launch gets its watches in the same transaction (SPEC §9).
       onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
