@@ -1,7 +1,7 @@
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
-import { startBackgroundCheckpointer, type BackgroundCheckpointer } from './checkpointer.js';
+import { startBackgroundCheckpointer, WAL_RESTART_FRAMES, type BackgroundCheckpointer } from './checkpointer.js';
 import { DirectSqliteDialect, type StatementSource } from './directSqlite.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -68,7 +68,12 @@ export function openDatabase(path: string, options: { backgroundCheckpoint?: boo
   let checkpointer: BackgroundCheckpointer | undefined;
   if (path !== ':memory:' && options.backgroundCheckpoint !== false) {
     sqlite.pragma('wal_autocheckpoint = 0');
-    checkpointer = startBackgroundCheckpointer(path);
+    // A WAL the checkpointer restarted is cut back to the restart size (see startBackgroundCheckpointer).
+    sqlite.pragma(`journal_size_limit = ${WAL_RESTART_FRAMES * 4096}`);
+    checkpointer = startBackgroundCheckpointer(path, {
+      // kysely's SQLite driver has one connection: holding it idle holds every query of this process.
+      pauseDatabase: (during) => db.connection().execute(during),
+    });
   }
   const statements = withStatementCache(sqlite, () => void checkpointer?.stop());
   // The statement cache is also reachable from a transaction, for statements run on it directly (directSqlite.ts).

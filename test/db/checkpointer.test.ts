@@ -23,10 +23,9 @@ describe('WAL checkpoints off the event loop', () => {
     const opened = await fill(path);
     expect(opened.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
     const before = statSync(path).size;
-    // The worker checkpoints every second: the main file grows while this thread only waits.
-    const deadline = Date.now() + 5000;
-    while (statSync(path).size <= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(statSync(path).size).toBeGreaterThan(before + 1_000_000);
+    // The worker checkpoints every second: the main file grows while this thread only waits (page by
+    // page, so wait for all of it rather than for the first page of it).
+    await vi.waitFor(() => expect(statSync(path).size).toBeGreaterThan(before + 1_000_000), { timeout: 5000, interval: 100 });
     await opened.close();
     expect(existsSync(`${path}-wal`)).toBe(false);
     const reopened = openDatabase(path, { backgroundCheckpoint: false });
@@ -56,6 +55,53 @@ describe('WAL checkpoints off the event loop', () => {
     // 2000 rows of 500 bytes reach the main file only through a checkpoint (the automatic one is off).
     await vi.waitFor(() => expect(statSync(path).size).toBeGreaterThan(1_000_000), { timeout: 5000, interval: 50 });
     await checkpointer.stop();
+    await opened.close();
+  });
+  it('bounds the WAL under a steady stream of writes: past the limit it is restarted while the database holds its queries', async () => {
+    const path = join(dir, 'bounded.sqlite');
+    const opened = openDatabase(path, { backgroundCheckpoint: false });
+    await migrateToLatest(opened.db);
+    opened.sqlite.pragma('wal_autocheckpoint = 0');
+    const limitBytes = 256 * 4096;
+    opened.sqlite.pragma(`journal_size_limit = ${limitBytes}`);
+    await sql`create table filler (id integer primary key, pad text)`.execute(opened.db);
+    const restarts: Array<{ frames: number; busy: boolean }> = [];
+    const errors: string[] = [];
+    let paused = 0;
+    const checkpointer = startBackgroundCheckpointer(path, {
+      intervalMs: 20,
+      restartFrames: 256,
+      pauseDatabase: (during) => opened.db.connection().execute(async () => {
+        paused += 1;
+        await during();
+      }),
+      onRestart: (info) => restarts.push(info),
+      onError: (m) => errors.push(m),
+    });
+    // One small transaction after another, as the service's events and deliveries commit: a
+    // PASSIVE checkpoint never finds the WAL idle, so without a restart it only grows.
+    let written = 0;
+    let largest = 0;
+    const until = Date.now() + 1500;
+    while (Date.now() < until) {
+      await opened.db.transaction().execute(async (trx) => {
+        await sql`insert into filler (pad) values (${'x'.repeat(2000)})`.execute(trx);
+        await sql`update filler set pad = ${'y'.repeat(2000)} where id = ${Math.max(1, written - 5)}`.execute(trx);
+      });
+      written += 1;
+      await new Promise((resolve) => setImmediate(resolve)); // the service turns its event loop between commits
+      if (written % 50 === 0) largest = Math.max(largest, statSync(`${path}-wal`).size);
+    }
+    await checkpointer.stop();
+    expect(errors).toEqual([]);
+    expect(restarts.filter((r) => !r.busy).length).toBeGreaterThan(0);
+    expect(paused).toBeGreaterThan(0);
+    // Each restart begins the WAL again and cuts the file back: it holds the limit plus what one
+    // checkpoint interval adds (at most 8.3 MB here; without the restarts it reached 246 MB).
+    expect(written).toBeGreaterThan(500);
+    expect(largest).toBeLessThan(limitBytes * 32);
+    expect(statSync(`${path}-wal`).size).toBeLessThan(limitBytes * 32);
+    expect((await sql<{ n: number }>`select count(*) as n from filler`.execute(opened.db)).rows[0]?.n).toBe(written);
     await opened.close();
   });
 });
