@@ -91,7 +91,7 @@ export async function createService(
   const writerLock = config.postgres ? { release: () => undefined } : acquireWriterLock(config.databasePath);
   const database = (() => {
     try {
-      return openConfiguredDatabase(config);
+      return openConfiguredDatabase(config, { logger });
     } catch (error) {
       writerLock.release();
       throw error;
@@ -106,7 +106,7 @@ export async function createService(
     const secretBox = createSecretBox(config.secretKey);
     let chainDb = db;
     if (config.postgres && config.chain.mode === 'embedded' && deps.embeddedChainFile !== undefined) {
-      const chainStore = openDatabase(deps.embeddedChainFile);
+      const chainStore = openDatabase(deps.embeddedChainFile, { logger });
       closers.push(() => chainStore.close());
       await migrateToLatest(chainStore.db);
       chainDb = chainStore.db;

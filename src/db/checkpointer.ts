@@ -19,6 +19,9 @@ const db = new Database(workerData.path);
 db.pragma('busy_timeout = 5000');
 let timer;
 let stopped = false;
+// After a restart that could not finish (another connection reading an older snapshot), the next
+// one waits a while: each attempt pauses the service's database.
+let restartAfter = 0;
 const passive = () => {
   try {
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
@@ -35,20 +38,26 @@ const tick = () => {
   if (stopped) return;
   const frames = passive();
   // Past the limit: ask the service to hold its writes, restart on its 'go', then carry on.
-  if (frames >= workerData.restartFrames) parentPort.postMessage({ wantRestart: frames });
+  if (frames >= workerData.restartFrames && Date.now() >= restartAfter) parentPort.postMessage({ wantRestart: frames });
   else next();
 };
 next();
 parentPort.on('message', (message) => {
   if (message === 'go' || message === 'skip') {
     if (message === 'go' && !stopped) {
+      // RESTART holds the WAL's write lock while it waits for older readers: not for long.
+      db.pragma('busy_timeout = ' + workerData.restartBusyMs);
+      let busy = true;
       try {
         const [result] = db.pragma('wal_checkpoint(RESTART)');
-        parentPort.postMessage({ restarted: { busy: !result || result.busy === 1 } });
+        busy = !result || result.busy === 1;
       } catch (error) {
-        parentPort.postMessage({ restarted: { busy: true } });
         parentPort.postMessage({ error: String(error) });
+      } finally {
+        db.pragma('busy_timeout = 5000');
       }
+      if (busy) restartAfter = Date.now() + workerData.restartBackoffMs;
+      parentPort.postMessage({ restarted: { busy } });
     }
     next();
     return;
@@ -68,10 +77,18 @@ export const WAL_RESTART_FRAMES = 65_536;
 /** How long the service's database waits for a restart it paused for, at most. */
 const RESTART_PAUSE_LIMIT_MS = 2_000;
 
+/**
+ * How long a RESTART checkpoint waits for readers of an older snapshot (another process's connection,
+ * a backup): it holds the WAL's write lock meanwhile. Then it gives up and the service writes on.
+ */
+const RESTART_BUSY_MS = 200;
+
 export interface CheckpointerOptions {
   intervalMs?: number;
   /** WAL frames past which the worker restarts the WAL (default {@link WAL_RESTART_FRAMES}). */
   restartFrames?: number;
+  /** After a restart that could not finish, how long the next one waits (default 30 s). */
+  restartBackoffMs?: number;
   /**
    * Runs `during` while the service's database runs nothing else, resolving once `during` has
    * (openDatabase holds kysely's one SQLite connection: queries wait, the event loop does not).
@@ -80,7 +97,7 @@ export interface CheckpointerOptions {
   pauseDatabase?: (during: () => Promise<void>) => Promise<void>;
   restartDelayMs?: number;
   onError?: (message: string) => void;
-  /** After each restart checkpoint: the WAL's frames before it; `busy` when it could not restart. */
+  /** After each restart checkpoint: the WAL's frames before it; `busy` when it could not finish (an older reader). */
   onRestart?: (info: { frames: number; busy: boolean }) => void;
 }
 
@@ -102,7 +119,7 @@ export interface CheckpointerOptions {
  * the WAL from the beginning; `journal_size_limit` (openDatabase) cuts the file back to the limit.
  */
 export function startBackgroundCheckpointer(path: string, options: CheckpointerOptions = {}): BackgroundCheckpointer {
-  const workerData = { path, module: createRequire(import.meta.url).resolve('better-sqlite3'), intervalMs: options.intervalMs ?? 1000, restartFrames: options.restartFrames ?? WAL_RESTART_FRAMES };
+  const workerData = { path, module: createRequire(import.meta.url).resolve('better-sqlite3'), intervalMs: options.intervalMs ?? 1000, restartFrames: options.restartFrames ?? WAL_RESTART_FRAMES, restartBusyMs: RESTART_BUSY_MS, restartBackoffMs: options.restartBackoffMs ?? 30_000 };
   /** Ends the database's pause for the restart in progress (when its answer, or the worker's end, comes). */
   let endPause: (() => void) | undefined;
   let restartFrames = 0;

@@ -1,6 +1,7 @@
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
+import type { Logger } from '../lib/logger.js';
 import { startBackgroundCheckpointer, WAL_RESTART_FRAMES, type BackgroundCheckpointer } from './checkpointer.js';
 import { DirectSqliteDialect, type StatementSource } from './directSqlite.js';
 import { migrationProvider } from './migrations/index.js';
@@ -18,8 +19,11 @@ export interface OpenedDatabase {
 }
 
 /** The store the config names: PostgreSQL when DATABASE_URL is a postgres:// URL, else the SQLite file. */
-export function openConfiguredDatabase(config: { databasePath: string; postgres: { url: string; poolSize: number } | undefined }): { db: Db; close(): Promise<void> } {
-  return config.postgres ? openPostgres(config.postgres.url, { poolSize: config.postgres.poolSize }) : openDatabase(config.databasePath);
+export function openConfiguredDatabase(
+  config: { databasePath: string; postgres: { url: string; poolSize: number } | undefined },
+  options: { logger?: Logger } = {},
+): { db: Db; close(): Promise<void> } {
+  return config.postgres ? openPostgres(config.postgres.url, { poolSize: config.postgres.poolSize }) : openDatabase(config.databasePath, { logger: options.logger });
 }
 
 // Rows look the same on both stores: bigint (int8: times in ms, count(*)) and numeric (sum, avg)
@@ -59,7 +63,7 @@ export function openPostgres(url: string, options: { poolSize?: number } = {}): 
  * its WAL from a worker thread (see {@link startBackgroundCheckpointer}) unless
  * `backgroundCheckpoint` is false, in which case SQLite's automatic checkpoint stays on.
  */
-export function openDatabase(path: string, options: { backgroundCheckpoint?: boolean } = {}): OpenedDatabase {
+export function openDatabase(path: string, options: { backgroundCheckpoint?: boolean; logger?: Logger } = {}): OpenedDatabase {
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
@@ -70,9 +74,16 @@ export function openDatabase(path: string, options: { backgroundCheckpoint?: boo
     sqlite.pragma('wal_autocheckpoint = 0');
     // A WAL the checkpointer restarted is cut back to the restart size (see startBackgroundCheckpointer).
     sqlite.pragma(`journal_size_limit = ${WAL_RESTART_FRAMES * 4096}`);
+    const log = options.logger?.child({ component: 'sqlite-checkpointer' });
     checkpointer = startBackgroundCheckpointer(path, {
       // kysely's SQLite driver has one connection: holding it idle holds every query of this process.
       pauseDatabase: (during) => db.connection().execute(during),
+      // A WAL that is not checkpointed grows until the disk is full: say so.
+      onError: (message) => log?.warn({ error: message }, 'WAL checkpoint failed'),
+      onRestart: ({ frames, busy }) =>
+        busy
+          ? log?.warn({ frames }, 'WAL restart checkpoint could not finish: another connection reads an older snapshot; trying again in 30 s')
+          : log?.debug({ frames }, 'WAL restarted'),
     });
   }
   const statements = withStatementCache(sqlite, () => void checkpointer?.stop());

@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { startBackgroundCheckpointer } from '../../src/db/checkpointer.js';
@@ -102,6 +103,41 @@ describe('WAL checkpoints off the event loop', () => {
     expect(largest).toBeLessThan(limitBytes * 32);
     expect(statSync(`${path}-wal`).size).toBeLessThan(limitBytes * 32);
     expect((await sql<{ n: number }>`select count(*) as n from filler`.execute(opened.db)).rows[0]?.n).toBe(written);
+    await opened.close();
+  });
+  it('gives a restart up quickly while another connection reads an older snapshot, says so, and waits before the next', async () => {
+    const path = join(dir, 'reader.sqlite');
+    const opened = openDatabase(path, { backgroundCheckpoint: false });
+    await migrateToLatest(opened.db);
+    opened.sqlite.pragma('wal_autocheckpoint = 0');
+    await sql`create table filler (id integer primary key, pad text)`.execute(opened.db);
+    for (let i = 0; i < 50; i++) await sql`insert into filler (pad) values (${'x'.repeat(2000)})`.execute(opened.db);
+    // Another process's reader (a backup, a replication tool) holds a snapshot of the WAL open.
+    const reader = new Database(path);
+    reader.exec('begin');
+    expect(reader.prepare('select count(*) as n from filler').get()).toEqual({ n: 50 });
+    for (let i = 0; i < 50; i++) await sql`insert into filler (pad) values (${'y'.repeat(2000)})`.execute(opened.db);
+    const restarts: Array<{ frames: number; busy: boolean }> = [];
+    const checkpointer = startBackgroundCheckpointer(path, {
+      intervalMs: 20,
+      restartFrames: 64,
+      restartBackoffMs: 60_000,
+      pauseDatabase: (during) => opened.db.connection().execute(during),
+      onRestart: (info) => restarts.push(info),
+    });
+    await vi.waitFor(() => expect(restarts).toHaveLength(1), { timeout: 5000, interval: 20 });
+    expect(restarts[0]!.busy).toBe(true);
+    // The restart gave the write lock back: a write goes through at once, and no other attempt
+    // follows within the backoff (each would pause the database).
+    const started = Date.now();
+    await sql`insert into filler (pad) values ('after')`.execute(opened.db);
+    expect(Date.now() - started).toBeLessThan(1000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(restarts).toHaveLength(1);
+    reader.exec('commit');
+    reader.close();
+    await checkpointer.stop();
+    expect((await sql<{ n: number }>`select count(*) as n from filler`.execute(opened.db)).rows[0]?.n).toBe(101);
     await opened.close();
   });
 });
