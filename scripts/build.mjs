@@ -1,4 +1,5 @@
-// Bundles the service (src/app/main.ts and everything it imports from src/) into dist/app/main.mjs
+// Bundles the service (src/app/main.ts and everything it imports from src/) into dist/app/main.mjs,
+// and the chain thread's entry (src/app/chainThread.ts) into dist/app/chainThread.mjs beside it,
 // with esbuild, packages left as imports of node_modules. `npm start` runs it (scripts/start.mjs):
 // loading one file costs about half of what loading ~200 TypeScript files through tsx's resolve
 // and transform hooks does, so a restarted process opens its port sooner (docs/benchmarks.md).
@@ -14,8 +15,9 @@ export const serviceBundle = join(root, 'dist', 'app', 'main.mjs');
 export function buildService() {
   const { outputFiles } = buildSync({
     absWorkingDir: root,
-    entryPoints: ['src/app/main.ts'],
-    outfile: serviceBundle,
+    entryPoints: ['src/app/main.ts', 'src/app/chainThread.ts'],
+    outdir: dirname(serviceBundle),
+    outExtension: { '.js': '.mjs' },
     bundle: true,
     platform: 'node',
     format: 'esm',

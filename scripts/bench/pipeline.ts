@@ -18,6 +18,9 @@ import { systemClock } from '../../src/lib/clock.js';
 import { newId } from '../../src/lib/ids.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createService, type Service } from '../../src/app/service.js';
+import { createChainBackend } from '../../src/app/serviceChain.js';
+import type { ChainBackend } from '../../src/chain/backend.js';
+import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { benchConfig } from './config.js';
 import { spawnBenchChild } from './child.js';
 import { roundsResult, type BenchResult } from './types.js';
@@ -70,16 +73,17 @@ async function endToEnd(service: Service, key: string, webhookUrl: string, count
 }
 
 /**
- * The bare chain work of the same launches: the step executors called directly on the same chain,
- * with the one write the contract requires of any implementation — each signed transaction recorded
- * durably before it is sent (docs/api.md), here one upsert per transaction in a table of its own,
- * committed the way the service commits it on the embedded chain (NORMAL, in WAL order).
+ * The bare chain work of the same launches: the step executors called directly on one thread, on an
+ * in-process embedded chain of their own (its own SQLite file: the service's chain runs on a thread
+ * of its own), with the one write the contract requires of any implementation — each signed
+ * transaction recorded durably before it is sent (docs/api.md), here one upsert per transaction in a
+ * table of its own, committed the way the in-process chain allows (NORMAL, in WAL order with the
+ * chain's own commit of it).
  */
-async function bareChain(service: Service, secretKey: Buffer, webhookUrl: string, count: number): Promise<number> {
+async function bareChain(bare: BareChain, secretKey: Buffer, webhookUrl: string, count: number): Promise<number> {
   const master = launchKeySecret(secretKey);
   const logger = silentLogger();
-  const pendingDb = service.db.withTables<{ bench_pending: { id: string; pending: string } }>();
-  await sql`create table if not exists bench_pending (id text primary key, pending text not null)`.execute(service.db);
+  const pendingDb = bare.db.withTables<{ bench_pending: { id: string; pending: string } }>();
   const recordPending = (id: string) => async (label: string, tx: PendingTx) => {
     const row = { id: `${id}/${label}`, pending: JSON.stringify({ [label]: tx }) };
     await pendingDb.insertInto('bench_pending').values(row).onConflict((oc) => oc.column('id').doUpdateSet({ pending: row.pending })).execute();
@@ -99,13 +103,35 @@ async function bareChain(service: Service, secretKey: Buffer, webhookUrl: string
       for (const step of item.steps) {
         const executor = stepExecutors[step as StepName];
         if (!executor) throw new Error(`no executor for ${step}`);
-        const out = await executor({ plan: item.plan, keys: deriveLaunchKeys(master, item.id), results: { ...results }, pending: {}, recordPending: recordPending(item.id), chain: service.chain, logger });
+        const out = await executor({ plan: item.plan, keys: deriveLaunchKeys(master, item.id), results: { ...results }, pending: {}, recordPending: recordPending(item.id), chain: bare.chain, logger });
         Object.assign(results, out.result);
       }
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   return count / ((performance.now() - started) / 1000);
+}
+
+interface BareChain {
+  db: Db;
+  chain: ChainBackend;
+  close(): Promise<void>;
+}
+
+/** The baseline's chain: the embedded chain in this thread, on a SQLite file of its own. */
+async function openBareChain(dir: string, secretKey: Buffer): Promise<BareChain> {
+  const database = openDatabase(join(dir, 'bare-chain.sqlite'));
+  await migrateToLatest(database.db);
+  await sql`create table if not exists bench_pending (id text primary key, pending text not null)`.execute(database.db);
+  const chain = await createChainBackend(benchConfig(dir, secretKey), { db: database.db, clock: systemClock, logger: silentLogger() });
+  return {
+    db: database.db,
+    chain,
+    async close() {
+      await chain.close();
+      await database.close();
+    },
+  };
 }
 
 /**
@@ -142,6 +168,7 @@ export async function benchPipeline(count = 20): Promise<{ results: BenchResult[
   const receiver = await spawnBenchChild<{ url: string }>('receiverChild.ts');
   const steps = replayableSteps();
   const service = await createService(benchConfig(dir, secretKey), { logger: silentLogger(), clock: systemClock, wrapStepRunner: steps.wrap });
+  const bare = await openBareChain(dir, secretKey);
   try {
     service.start();
     const key = (await createApiKey(service.db, { owner: 'bench', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
@@ -149,7 +176,7 @@ export async function benchPipeline(count = 20): Promise<{ results: BenchResult[
     const serviceRounds: Array<{ value: number; baseline: number }> = [];
     for (let round = 0; round < 3; round++) {
       const value = await endToEnd(service, key, receiver.first.url, count);
-      const baseline = await bareChain(service, secretKey, receiver.first.url, count);
+      const baseline = await bareChain(bare, secretKey, receiver.first.url, count);
       steps.replay = true;
       const alone = await endToEnd(service, key, receiver.first.url, count);
       steps.replay = false;
@@ -162,6 +189,7 @@ export async function benchPipeline(count = 20): Promise<{ results: BenchResult[
       note: `${count} token-2022 launches per run (mint, metadata, distribution), concurrency ${CONCURRENCY}, embedded chain; the bare side records each signed transaction before sending it, as the contract requires; round ratios ${ratios(rounds)}; pipeline-service: the service with each step's chain work replaced by a recorded outcome, round ratios ${ratios(serviceRounds)}`,
     };
   } finally {
+    await bare.close();
     await service.stop();
     await receiver.stop();
     rmSync(dir, { recursive: true, force: true });

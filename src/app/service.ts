@@ -10,7 +10,7 @@ import { acquireWriterLock } from '../db/writerLock.js';
 import { createPostgresWakeups, noWakeups } from '../db/wakeups.js';
 import { newId } from '../lib/ids.js';
 import { processLoopBudget } from '../lib/loopBudget.js';
-import { migrateToLatest, openConfiguredDatabase, openDatabase, type Db } from '../db/database.js';
+import { migrateToLatest, openConfiguredDatabase, type Db } from '../db/database.js';
 import { ConfigError, type Config } from '../config/config.js';
 import { cachedHealth } from '../health/cachedHealth.js';
 import { checkHealth, type BreakerSource } from '../health/healthService.js';
@@ -29,11 +29,12 @@ import { observeRequests } from '../metrics/httpMetrics.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { createMetricsRoutes } from '../metrics/routes.js';
 import { createDashboardRoutes } from '../dashboard/routes.js';
-import type { Clock } from '../lib/clock.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 import { redeliverEvent } from '../webhooks/redeliver.js';
 import { createWebhookService } from '../webhooks/service.js';
 import { apiRoutes } from './routes.js';
-import { createChainBackend, checkCapabilities, stepExecutorsFor } from './serviceChain.js';
+import { createChainBackend, checkCapabilities, startChainThread, stepExecutorsFor } from './serviceChain.js';
+import { embeddedChainFile, openEmbeddedChainStore } from '../chain/embedded/chainFile.js';
 import { ChainWatcher } from '../watcher/watcher.js';
 import { WATCH_HANDLERS, watchesForLaunch } from '../watcher/handlers.js';
 import { insertWatches } from '../watcher/store.js';
@@ -104,14 +105,22 @@ export async function createService(
     const hashKey = requestHashKey(config.secretKey);
     await upgradeLegacyRequestHashes(db, hashKey);
     const secretBox = createSecretBox(config.secretKey);
+    // The embedded chain keeps its state in a SQLite file of its own (beside the service's, or the
+    // one a PostgreSQL deployment's tests name); only an in-memory database holds the chain itself.
+    const chainFile = config.chain.mode !== 'embedded' ? undefined : config.postgres ? deps.embeddedChainFile : embeddedChainFile(config.databasePath);
+    // On its own thread (CHAIN_THREAD, on by default). A service built with another clock (tests)
+    // keeps the chain on this thread: the chain thread reads the system clock.
+    const chainThread =
+      chainFile !== undefined && config.chain.thread && !config.postgres && clock === systemClock
+        ? await startChainThread(config, { chainFile, clock, logger })
+        : undefined;
     let chainDb = db;
-    if (config.postgres && config.chain.mode === 'embedded' && deps.embeddedChainFile !== undefined) {
-      const chainStore = openDatabase(deps.embeddedChainFile, { logger });
+    if (chainFile !== undefined && chainThread === undefined) {
+      const chainStore = await openEmbeddedChainStore(chainFile, { legacyFrom: config.postgres ? undefined : config.databasePath, logger });
       closers.push(() => chainStore.close());
-      await migrateToLatest(chainStore.db);
       chainDb = chainStore.db;
     }
-    const chain = await createChainBackend(config, { db: chainDb, clock, logger });
+    const chain = chainThread?.backend ?? (await createChainBackend(config, { db: chainDb, clock, logger }));
     closers.push(() => chain.close());
     const cache = new ChainReadCache(chain, clock, logger.child({ component: 'cache' }));
 
@@ -126,14 +135,18 @@ export async function createService(
       clock,
       logger: logger.child({ component: 'runner' }),
       signal: webhooks.signal,
-      runStep: (deps.wrapStepRunner ?? ((runner: StepRunner) => runner))(createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() })),
+      runStep: (deps.wrapStepRunner ?? ((runner: StepRunner) => runner))(chainThread?.runStep ?? createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() })),
       finalize: (signatures) => finalizeAll(chain, signatures),
       // A completed launch gets its watches in the same transaction (SPEC §9).
       onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
       busy: () => webhooks.engine.loopLag.busy(),
       leaseMs: config.runner.leaseMs,
-      // The embedded chain commits to this database after the pending record, in WAL order.
-      pendingDurability: chain.kind === 'embedded' ? 'ordered' : 'full',
+      // With the chain on its own thread, more launches in flight keep both threads busy.
+      concurrency: config.runner.concurrency ?? (chainThread ? 4 : 2),
+      // Only a chain committing to this very database (in-memory) follows the pending record in WAL
+      // order; a chain on another file or another system needs the record synced first.
+      pendingDurability: chain.kind === 'embedded' && chainFile === undefined ? 'ordered' : 'full',
+      syncDurable: database.syncWal,
       confirmedIsFinal: chain.kind === 'embedded',
     });
     const watcher = new ChainWatcher({

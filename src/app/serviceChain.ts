@@ -1,8 +1,12 @@
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { PublicKey } from '@solana/web3.js';
 import type { Logger } from 'pino';
 import type { ChainBackend } from '../chain/backend.js';
 import { createEmbeddedBackend } from '../chain/embedded/backend.js';
+import { connectChainThread, type ChainThread } from '../chain/embedded/thread/client.js';
 import { createRpcBackend } from '../chain/rpc/backend.js';
 import { loadKeypairFile } from '../chain/rpc/payerFile.js';
 import { cpmmGenesisHook } from '../chain/programs/cpmm/genesis.js';
@@ -15,8 +19,14 @@ import { planFromRequest } from '../launches/plan.js';
 import { storedRequest, type LaunchRequest } from '../launches/request.js';
 import type { Clock } from '../lib/clock.js';
 
+/** What building the chain backend reads of the config (also all the chain thread is given). */
+export type ChainConfig = Pick<Config, 'chain' | 'secretKey' | 'dataDir'>;
+
 /** The configured chain backend: embedded LiteSVM unless SOLANA_RPC_URL is set. */
-export async function createChainBackend(config: Config, deps: { db: Db; clock: Clock; logger: Logger }): Promise<ChainBackend> {
+export async function createChainBackend(
+  config: ChainConfig,
+  deps: { db: Db; clock: Clock; logger: Logger },
+): Promise<ChainBackend> {
   const fees = { priorityFeeMicroLamports: config.chain.priorityFeeMicroLamports, computeUnitLimit: config.chain.computeUnitLimit };
   if (config.chain.mode === 'rpc' && config.chain.rpcUrl && config.chain.payerKeypairPath) {
     return createRpcBackend({ rpcUrl: config.chain.rpcUrl, payer: loadKeypairFile(config.chain.payerKeypairPath), fees, clock: deps.clock, logger: deps.logger });
@@ -45,4 +55,41 @@ export async function checkCapabilities(chain: ChainBackend, request: LaunchRequ
 /** Step executors by name. */
 export function stepExecutorsFor(): Partial<Record<StepName, StepExecutor>> {
   return stepExecutors;
+}
+
+/** What the chain thread is started with (`chainThread.ts`). */
+export interface ChainThreadData {
+  config: ChainConfig;
+  /** The chain's own SQLite file (`embeddedChainFile`), and the service's, whose chain an older data directory kept. */
+  chainFile: string;
+  serviceFile: string;
+  logLevel: string;
+}
+
+/**
+ * Starts the embedded chain on a worker thread of its own (CHAIN_THREAD=on, the default): LiteSVM,
+ * the launch steps' building, signing and execution, and the commits of the chain's state (its own
+ * SQLite file) all run there, and the main thread keeps the API, health, the runner's bookkeeping and
+ * the dispatcher. Under tsx (sources, tests, the bench) the thread loads the TypeScript entry through
+ * tsx's loader; from the bundle, `dist/app/chainThread.mjs`.
+ */
+export async function startChainThread(config: Config, deps: { chainFile: string; clock: Clock; logger: Logger }): Promise<ChainThread> {
+  const data: ChainThreadData = {
+    config: { chain: config.chain, secretKey: config.secretKey, dataDir: config.dataDir },
+    chainFile: deps.chainFile,
+    serviceFile: config.databasePath,
+    logLevel: config.logLevel,
+  };
+  const fromSources = import.meta.url.endsWith('.ts');
+  const entry = new URL(fromSources ? './chainThread.ts' : './chainThread.mjs', import.meta.url);
+  const worker = fromSources
+    ? new Worker(tsxBootstrap(entry), { eval: true, workerData: data })
+    : new Worker(entry, { workerData: data });
+  return connectChainThread(worker, { clock: deps.clock, logger: deps.logger });
+}
+
+/** A worker script that registers tsx's loader, then imports the TypeScript entry. */
+function tsxBootstrap(entry: URL): string {
+  const tsxApi = pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json').replace(/package\.json$/, 'dist/esm/api/index.mjs')).href;
+  return `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); }).catch((error) => { console.error(error); process.exit(1); });`;
 }

@@ -30,9 +30,19 @@ export interface Config {
     rpcServer: { host: string; port: number } | undefined;
     /** CHAIN_CLONE_FROM: a cluster the embedded chain fetches the programs it lacks from. */
     cloneFrom: string | undefined;
+    /**
+     * CHAIN_THREAD (`on` by default): the embedded chain and the launch steps' chain work (building,
+     * signing, executing, persisting) run on a worker thread of their own, so they never hold the
+     * event loop that serves the API, health and the dispatcher. `off`: all on the main thread.
+     */
+    thread: boolean;
   };
-  /** The launch runner: how long a claimed launch stays leased without a heartbeat (another runner may resume it after). */
-  runner: { leaseMs: number };
+  /**
+   * The launch runner: how long a claimed launch stays leased without a heartbeat (another runner may
+   * resume it after), and RUNNER_CONCURRENCY, the launches it runs at once (undefined: 4 with the
+   * embedded chain on its own thread, else 2).
+   */
+  runner: { leaseMs: number; concurrency: number | undefined };
   /** The chain watcher (SPEC §9). */
   watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number };
   webhooks: {
@@ -203,6 +213,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (cloneFrom !== undefined && !/^https?:\/\//i.test(cloneFrom)) throw new ConfigError('CHAIN_CLONE_FROM', `must be an http(s) URL, got "${cloneFrom}"`);
   const rpcPortRaw = env.CHAIN_RPC_PORT && env.CHAIN_RPC_PORT !== '' ? env.CHAIN_RPC_PORT.trim() : undefined;
   if (production && rpcPortRaw !== undefined && rpcPortRaw !== 'off') throw new ConfigError('CHAIN_RPC_PORT', 'cannot serve the embedded chain in production; set it to off');
+  const threadVar = env.CHAIN_THREAD && env.CHAIN_THREAD !== '' ? env.CHAIN_THREAD.trim() : 'on';
+  if (threadVar !== 'on' && threadVar !== 'off') throw new ConfigError('CHAIN_THREAD', `must be on or off, got "${threadVar}"`);
   const rpcServer =
     production || rpcUrl !== undefined || rpcPortRaw === 'off'
       ? undefined
@@ -230,8 +242,12 @@ export function loadConfig(env: Env = process.env): Config {
         computeLimitRaw === undefined || computeLimitRaw === '' ? undefined : intVar(env, 'SOLANA_COMPUTE_UNIT_LIMIT', 200_000, 1, 1_400_000),
       rpcServer,
       cloneFrom,
+      thread: threadVar === 'on',
     },
-    runner: { leaseMs: leaseVar(env, 'RUNNER_LEASE_MS', 60_000) },
+    runner: {
+      leaseMs: leaseVar(env, 'RUNNER_LEASE_MS', 60_000),
+      concurrency: env.RUNNER_CONCURRENCY && env.RUNNER_CONCURRENCY !== '' ? intVar(env, 'RUNNER_CONCURRENCY', 2, 1, 64) : undefined,
+    },
     watcher: {
       ttlMs: durationVar(env, 'WATCH_TTL', 365 * 86_400_000),
       pollIntervalMs: durationVar(env, 'WATCH_POLL_INTERVAL', 2000),

@@ -1,13 +1,17 @@
+import { open, type FileHandle } from 'node:fs/promises';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
-import type { Logger } from '../lib/logger.js';
 import { startBackgroundCheckpointer, WAL_RESTART_FRAMES, type BackgroundCheckpointer } from './checkpointer.js';
 import { DirectSqliteDialect, type StatementSource } from './directSqlite.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
+/** Where the checkpointer's warnings go: pino's shape, named here because db/ sits beside lib/, not above it. */
+export interface DatabaseLogger {
+  child(bindings: Record<string, unknown>): { warn(obj: object, msg: string): void; debug(obj: object, msg: string): void };
+}
 export type Tx = Transaction<Database>;
 /** Either the database or an open transaction: database operations accept both. */
 export type DbOrTx = Db | Tx;
@@ -15,14 +19,20 @@ export type DbOrTx = Db | Tx;
 export interface OpenedDatabase {
   db: Db;
   sqlite: SqliteDatabase.Database;
+  /**
+   * Makes every transaction committed so far durable (fdatasync of the WAL, on libuv's thread pool,
+   * not on the event loop): under `synchronous = NORMAL` a commit reaches the disk only at the next
+   * checkpoint, and this is the way to have one durable now without holding the loop in SQLite.
+   */
+  syncWal(): Promise<void>;
   close(): Promise<void>;
 }
 
 /** The store the config names: PostgreSQL when DATABASE_URL is a postgres:// URL, else the SQLite file. */
 export function openConfiguredDatabase(
   config: { databasePath: string; postgres: { url: string; poolSize: number } | undefined },
-  options: { logger?: Logger } = {},
-): { db: Db; close(): Promise<void> } {
+  options: { logger?: DatabaseLogger } = {},
+): { db: Db; syncWal?: () => Promise<void>; close(): Promise<void> } {
   return config.postgres ? openPostgres(config.postgres.url, { poolSize: config.postgres.poolSize }) : openDatabase(config.databasePath, { logger: options.logger });
 }
 
@@ -61,15 +71,18 @@ export function openPostgres(url: string, options: { poolSize?: number } = {}): 
 /**
  * Opens the SQLite file with WAL and a busy timeout. Does not migrate. A file database checkpoints
  * its WAL from a worker thread (see {@link startBackgroundCheckpointer}) unless
- * `backgroundCheckpoint` is false, in which case SQLite's automatic checkpoint stays on.
+ * `backgroundCheckpoint` is false, in which case SQLite's automatic checkpoint stays on unless
+ * `autoCheckpoint` is false too.
  */
-export function openDatabase(path: string, options: { backgroundCheckpoint?: boolean; logger?: Logger } = {}): OpenedDatabase {
+export function openDatabase(path: string, options: { backgroundCheckpoint?: boolean; autoCheckpoint?: boolean; logger?: DatabaseLogger } = {}): OpenedDatabase {
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   let checkpointer: BackgroundCheckpointer | undefined;
+  // A second connection to a file whose first connection checkpoints in the background (the chain thread's).
+  if (options.autoCheckpoint === false) sqlite.pragma('wal_autocheckpoint = 0');
   if (path !== ':memory:' && options.backgroundCheckpoint !== false) {
     sqlite.pragma('wal_autocheckpoint = 0');
     // A WAL the checkpointer restarted is cut back to the restart size (see startBackgroundCheckpointer).
@@ -90,12 +103,21 @@ export function openDatabase(path: string, options: { backgroundCheckpoint?: boo
   // The statement cache is also reachable from a transaction, for statements run on it directly (directSqlite.ts).
   const db = new Kysely<Database>({ dialect: new DirectSqliteDialect({ database: statements }, statements) });
   let closed = false;
+  // One descriptor of the WAL, opened at the first sync: fdatasync through any descriptor of a file
+  // flushes the file. The WAL lives as long as this connection (a restart rewrites it in place).
+  let wal: Promise<FileHandle> | undefined;
   return {
     db,
     sqlite,
+    async syncWal() {
+      if (path === ':memory:' || closed) return;
+      wal ??= open(`${path}-wal`, 'r');
+      await (await wal).datasync();
+    },
     async close() {
       if (closed) return;
       closed = true;
+      await wal?.then((handle) => handle.close()).catch(() => undefined);
       // The worker's connection closes first, so ours is the last and SQLite removes the WAL.
       await checkpointer?.stop();
       await db.destroy();

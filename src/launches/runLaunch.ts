@@ -38,6 +38,8 @@ export interface LaunchRunDeps {
   confirmedIsFinal?: boolean;
   /** How pending-transaction records reach the disk (default `full`; `ordered` when the chain commits to the same database). */
   pendingDurability?: PendingDurability;
+  /** Makes what is committed durable without holding the event loop (SQLite: the WAL synced on the thread pool); used by `full`. */
+  syncDurable?: () => Promise<void>;
 }
 
 interface RunArgs extends LaunchRunDeps {
@@ -103,7 +105,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
         logger,
         async recordPending(label, tx) {
           pending[label] = tx;
-          await savePendingTx(db, lease, { step: step.name, pending, durability: args.pendingDurability });
+          await savePendingTx(db, lease, { step: step.name, pending, durability: args.pendingDurability, sync: args.syncDurable });
         },
       });
     } catch (error) {

@@ -158,18 +158,25 @@ const startStatement = compiledQuery<StepWrite<{ now: number }>, { attempts: num
 export type PendingDurability = 'full' | 'ordered';
 
 /**
- * Persists the step's signed transactions before they are sent (docs/api.md). With `full` the
- * connection is held for the three statements so no other write runs at FULL or this one at NORMAL.
+ * Persists the step's signed transactions before they are sent (docs/api.md). With `full` and a
+ * `sync` (SQLite's WAL synced off the event loop) the record commits as usual and the step waits for
+ * the sync; without one the connection is held for the three statements so no other write runs at
+ * FULL or this one at NORMAL.
  */
 export async function savePendingTx(
   db: Db,
   lease: LaunchLease,
-  args: { step: string; pending: Record<string, unknown>; durability?: PendingDurability },
+  args: { step: string; pending: Record<string, unknown>; durability?: PendingDurability; sync?: (() => Promise<void>) | undefined },
 ): Promise<void> {
   const write = async (conn: DbOrTx) => (await pendingStatement.changed(conn, { ...lease, step: args.step, pending: JSON.stringify(args.pending) })) > 0;
   // PostgreSQL commits durably by default (synchronous_commit = on): an ordinary write.
   if (args.durability === 'ordered' || isPostgres(db)) {
     orThrow(lease, await write(db));
+    return;
+  }
+  if (args.sync) {
+    orThrow(lease, await write(db));
+    await args.sync();
     return;
   }
   const held = await db.connection().execute(async (conn) => {

@@ -58,6 +58,8 @@ export interface EmbeddedBackend extends ChainBackend {
   isBlockhashValid(blockhash: string): boolean;
   /** The hash of the chain's first block (`getGenesisHash`): tells two embedded chains apart. */
   readonly genesisHash: string;
+  /** What the chain's timeline derives from: another thread builds the same timeline from it (`thread/`). */
+  readonly timelineOrigin: { genesisMs: number; chainId: string };
   /** Transactions processed since genesis (with history). */
   transactionCount(): number;
   /** Slot and error (JSON form) of a processed signature, or null when never processed here. */
@@ -300,6 +302,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     },
     now: () => timeline.now(),
     genesisHash: timeline.blockhashAt(0),
+    timelineOrigin: { genesisMs: genesis.genesisMs, chainId: genesis.chainId },
     transactionCount: () => lastSeq,
     async signatureInfo(signature) {
       const stored = await storedTransaction(db, signature);
