@@ -25,7 +25,8 @@ import { benchConfig } from './config.js';
 import { spawnBenchChild } from './child.js';
 import { roundsResult, type BenchResult } from './types.js';
 
-const CONCURRENCY = 2; // the runner's default
+const CONCURRENCY = 2; // the bare side's: one thread, the runner's in-process default
+const THREAD_CONCURRENCY = 4; // the runner's default with the chain on its own thread
 
 /** A token-2022 launch (needs no extra program on the embedded chain): mint, metadata, distribution. */
 function launchRequest(webhookUrl: string): Record<string, unknown> {
@@ -112,6 +113,48 @@ async function bareChain(bare: BareChain, secretKey: Buffer, webhookUrl: string,
   return count / ((performance.now() - started) / 1000);
 }
 
+/**
+ * The chain thread's own capacity: the same launches' steps handed straight to the service's step
+ * runner (the chain thread), nothing else of the service involved, at the runner's concurrency;
+ * each signed transaction recorded before it is sent (one upsert, NORMAL commit, on the service's
+ * database). `pipeline-chain-thread` compares the end-to-end rate with this.
+ */
+async function threadChain(service: Service, runStep: StepRunner, webhookUrl: string, count: number): Promise<number> {
+  const pendingDb = service.db.withTables<{ bench_pending: { id: string; pending: string } }>();
+  await sql`create table if not exists bench_pending (id text primary key, pending text not null)`.execute(service.db);
+  const logger = silentLogger();
+  const launches = Array.from({ length: count }, () => {
+    const parsed = parseLaunchRequest(launchRequest(webhookUrl), { requireHttps: false });
+    if (!parsed.ok) throw new Error('pipeline bench: invalid request');
+    return { id: newId('lch'), steps: stepsFor(parsed.value), request: storedRequest(parsed.value) };
+  });
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < launches.length) {
+      const item = launches[next++]!;
+      const results: Record<string, unknown> = {};
+      for (const step of item.steps) {
+        const out = await runStep({
+          launchId: item.id,
+          step: step as StepName,
+          request: item.request,
+          results: { ...results },
+          pending: {},
+          logger,
+          recordPending: async (label, tx) => {
+            const row = { id: `${item.id}/${label}`, pending: JSON.stringify({ [label]: tx }) };
+            await pendingDb.insertInto('bench_pending').values(row).onConflict((oc) => oc.column('id').doUpdateSet({ pending: row.pending })).execute();
+          },
+        });
+        Object.assign(results, out.result);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: THREAD_CONCURRENCY }, worker));
+  return count / ((performance.now() - started) / 1000);
+}
+
 interface BareChain {
   db: Db;
   chain: ChainBackend;
@@ -140,11 +183,14 @@ async function openBareChain(dir: string, secretKey: Buffer): Promise<BareChain>
  * bookkeeping, events, signed deliveries) without any chain work, to measure the service's own
  * cost per launch apart from the chain's.
  */
-function replayableSteps(): { wrap(chain: StepRunner): StepRunner; replay: boolean } {
+function replayableSteps(): { wrap(chain: StepRunner): StepRunner; replay: boolean; chain: StepRunner | undefined } {
   const last = new Map<string, StepOutcome>();
   const control = {
     replay: false,
+    /** The service's own step runner (the chain thread's), for the chain-thread baseline. */
+    chain: undefined as StepRunner | undefined,
     wrap: (chain: StepRunner): StepRunner => async (input) => {
+      control.chain = chain;
       const recorded = control.replay ? last.get(input.step) : undefined;
       if (recorded) return recorded;
       const outcome = await chain(input);
@@ -174,19 +220,23 @@ export async function benchPipeline(count = 20): Promise<{ results: BenchResult[
     const key = (await createApiKey(service.db, { owner: 'bench', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
     const rounds: Array<{ value: number; baseline: number }> = [];
     const serviceRounds: Array<{ value: number; baseline: number }> = [];
+    const threadRounds: Array<{ value: number; baseline: number }> = [];
     for (let round = 0; round < 3; round++) {
       const value = await endToEnd(service, key, receiver.first.url, count);
       const baseline = await bareChain(bare, secretKey, receiver.first.url, count);
+      if (!steps.chain) throw new Error('pipeline bench: the service ran no step');
+      const capacity = await threadChain(service, steps.chain, receiver.first.url, count);
       steps.replay = true;
       const alone = await endToEnd(service, key, receiver.first.url, count);
       steps.replay = false;
       rounds.push({ value, baseline });
       serviceRounds.push({ value: alone, baseline });
+      threadRounds.push({ value, baseline: capacity });
     }
     const ratios = (list: typeof rounds) => list.map((r) => (r.value / r.baseline).toFixed(2)).join(' / ');
     return {
-      results: [roundsResult('pipeline', rounds, 'launches/s'), roundsResult('pipeline-service', serviceRounds, 'launches/s')],
-      note: `${count} token-2022 launches per run (mint, metadata, distribution), concurrency ${CONCURRENCY}, embedded chain; the bare side records each signed transaction before sending it, as the contract requires; round ratios ${ratios(rounds)}; pipeline-service: the service with each step's chain work replaced by a recorded outcome, round ratios ${ratios(serviceRounds)}`,
+      results: [roundsResult('pipeline', rounds, 'launches/s'), roundsResult('pipeline-chain-thread', threadRounds, 'launches/s'), roundsResult('pipeline-service', serviceRounds, 'launches/s')],
+      note: `${count} token-2022 launches per run (mint, metadata, distribution), embedded chain on its own thread, runner concurrency ${THREAD_CONCURRENCY}; baseline: the bare chain work on one thread (concurrency ${CONCURRENCY}, an in-process chain on a file of its own), each signed transaction recorded before it is sent, as the contract requires; round ratios ${ratios(rounds)}; pipeline-chain-thread: end to end vs the same steps sent straight to the service's chain thread, round ratios ${ratios(threadRounds)}; pipeline-service: the service with each step's chain work replaced by a recorded outcome, round ratios ${ratios(serviceRounds)}`,
     };
   } finally {
     await bare.close();
