@@ -201,46 +201,69 @@ function replayableSteps(): { wrap(chain: StepRunner): StepRunner; replay: boole
   return control;
 }
 
+type Rounds = Array<{ value: number; baseline: number }>;
+
 /**
- * `pipeline`: launches/s end to end vs the bare chain work, three rounds back to back; medians (see
- * roundsResult). `pipeline-service` (reported): the same end to end with every step's chain work
- * replaced by a recorded outcome, against the same bare chain work: the service's own launches/s,
- * the ceiling of the pipeline's ratio were the chain's work and the service's run side by side.
+ * One service (the chain in-process, or on its own thread) measured in three rounds, each back to
+ * back with the bare chain work of as many launches: end to end, and also — in-process — with every
+ * step's chain work replayed (`pipeline-service`), or — threaded — the same steps sent straight to
+ * its chain thread (`pipeline-chain-thread`).
+ */
+async function measureService(dir: string, secretKey: Buffer, receiverUrl: string, bare: BareChain, count: number, thread: boolean): Promise<{ rounds: Rounds; extra: Rounds }> {
+  const steps = replayableSteps();
+  const service = await createService(benchConfig(dir, secretKey, { CHAIN_THREAD: thread ? 'on' : 'off' }), { logger: silentLogger(), clock: systemClock, wrapStepRunner: steps.wrap });
+  try {
+    service.start();
+    const key = (await createApiKey(service.db, { owner: 'bench', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
+    const rounds: Rounds = [];
+    const extra: Rounds = [];
+    for (let round = 0; round < 3; round++) {
+      const value = await endToEnd(service, key, receiverUrl, count);
+      const baseline = await bareChain(bare, secretKey, receiverUrl, count);
+      rounds.push({ value, baseline });
+      if (thread) {
+        if (!steps.chain) throw new Error('pipeline bench: the service ran no step');
+        extra.push({ value, baseline: await threadChain(service, steps.chain, receiverUrl, count) });
+      } else {
+        steps.replay = true;
+        extra.push({ value: await endToEnd(service, key, receiverUrl, count), baseline });
+        steps.replay = false;
+      }
+    }
+    return { rounds, extra };
+  } finally {
+    await service.stop();
+  }
+}
+
+/**
+ * `pipeline`: launches/s end to end (the shipped default: the chain in-process) vs the bare chain
+ * work on one thread, three rounds back to back; medians (see roundsResult). `pipeline-service`
+ * (reported): the same end to end with every step's chain work replaced by a recorded outcome: the
+ * service's own launches/s. `pipeline-thread` (reported): end to end with CHAIN_THREAD=on vs the same
+ * baseline; `pipeline-chain-thread` (reported): that end to end vs its chain thread's own capacity.
  */
 export async function benchPipeline(count = 20): Promise<{ results: BenchResult[]; note: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-pipeline-'));
   const secretKey = randomBytes(32);
   // The customer's receiver runs in its own process: its HTTP work is not the service's.
   const receiver = await spawnBenchChild<{ url: string }>('receiverChild.ts');
-  const steps = replayableSteps();
-  const service = await createService(benchConfig(dir, secretKey), { logger: silentLogger(), clock: systemClock, wrapStepRunner: steps.wrap });
   const bare = await openBareChain(dir, secretKey);
   try {
-    service.start();
-    const key = (await createApiKey(service.db, { owner: 'bench', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
-    const rounds: Array<{ value: number; baseline: number }> = [];
-    const serviceRounds: Array<{ value: number; baseline: number }> = [];
-    const threadRounds: Array<{ value: number; baseline: number }> = [];
-    for (let round = 0; round < 3; round++) {
-      const value = await endToEnd(service, key, receiver.first.url, count);
-      const baseline = await bareChain(bare, secretKey, receiver.first.url, count);
-      if (!steps.chain) throw new Error('pipeline bench: the service ran no step');
-      const capacity = await threadChain(service, steps.chain, receiver.first.url, count);
-      steps.replay = true;
-      const alone = await endToEnd(service, key, receiver.first.url, count);
-      steps.replay = false;
-      rounds.push({ value, baseline });
-      serviceRounds.push({ value: alone, baseline });
-      threadRounds.push({ value, baseline: capacity });
-    }
-    const ratios = (list: typeof rounds) => list.map((r) => (r.value / r.baseline).toFixed(2)).join(' / ');
+    const inline = await measureService(join(dir, 'inline'), secretKey, receiver.first.url, bare, count, false);
+    const threaded = await measureService(join(dir, 'thread'), secretKey, receiver.first.url, bare, count, true);
+    const ratios = (list: Rounds) => list.map((r) => (r.value / r.baseline).toFixed(2)).join(' / ');
     return {
-      results: [roundsResult('pipeline', rounds, 'launches/s'), roundsResult('pipeline-chain-thread', threadRounds, 'launches/s'), roundsResult('pipeline-service', serviceRounds, 'launches/s')],
-      note: `${count} token-2022 launches per run (mint, metadata, distribution), embedded chain on its own thread, runner concurrency ${THREAD_CONCURRENCY}; baseline: the bare chain work on one thread (concurrency ${CONCURRENCY}, an in-process chain on a file of its own), each signed transaction recorded before it is sent, as the contract requires; round ratios ${ratios(rounds)}; pipeline-chain-thread: end to end vs the same steps sent straight to the service's chain thread, round ratios ${ratios(threadRounds)}; pipeline-service: the service with each step's chain work replaced by a recorded outcome, round ratios ${ratios(serviceRounds)}`,
+      results: [
+        roundsResult('pipeline', inline.rounds, 'launches/s'),
+        roundsResult('pipeline-service', inline.extra, 'launches/s'),
+        roundsResult('pipeline-thread', threaded.rounds, 'launches/s'),
+        roundsResult('pipeline-chain-thread', threaded.extra, 'launches/s'),
+      ],
+      note: `${count} token-2022 launches per run (mint, metadata, distribution), embedded chain; baseline: the bare chain work on one thread (concurrency ${CONCURRENCY}, an in-process chain on a SQLite file of its own), each signed transaction recorded before it is sent, as the contract requires; pipeline: the chain in-process (the default), runner concurrency ${CONCURRENCY}, round ratios ${ratios(inline.rounds)}; pipeline-service: that service with each step's chain work replaced by a recorded outcome, round ratios ${ratios(inline.extra)}; pipeline-thread: CHAIN_THREAD=on, runner concurrency ${THREAD_CONCURRENCY}, round ratios ${ratios(threaded.rounds)}; pipeline-chain-thread: that end to end vs the same steps sent straight to its chain thread, round ratios ${ratios(threaded.extra)}`,
     };
   } finally {
     await bare.close();
-    await service.stop();
     await receiver.stop();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,14 +1,14 @@
 /**
  * The chain thread's entry (started by `startChainThread` in serviceChain.ts): the embedded chain on
- * its own SQLite file, and the launch steps' executors, served to the main thread through
- * `chain/embedded/thread/host.ts`.
+ * a second connection to the service's SQLite file, and the launch steps' executors, served to the
+ * main thread through `chain/embedded/thread/host.ts`.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { EmbeddedBackend } from '../chain/embedded/backend.js';
 import { ChainThreadHost } from '../chain/embedded/thread/host.js';
 import type { PendingTx, StepName } from '../chain/steps/types.js';
-import { openEmbeddedChainStore } from '../chain/embedded/chainFile.js';
+import { openDatabase } from '../db/database.js';
 import { createChainStepRunner } from '../launches/chainStepRunner.js';
 import { systemClock } from '../lib/clock.js';
 import { redactPaths } from '../lib/logger.js';
@@ -21,10 +21,11 @@ const host = new ChainThreadHost(parentPort);
 async function start(): Promise<void> {
   // Lines go to the main thread's logger, which formats, redacts again and writes them.
   const logger = pino({ level: data.logLevel, base: undefined, redact: { paths: redactPaths, censor: '[redacted]' } }, { write: (line: string) => host.log(line) });
-  const database = await openEmbeddedChainStore(data.chainFile, { legacyFrom: data.serviceFile, logger });
+  // A second connection to the service's file: the main thread's migrates and checkpoints it.
+  const database = openDatabase(data.databasePath, { backgroundCheckpoint: false, autoCheckpoint: false });
   const secretKey = Buffer.from(data.config.secretKey);
   const config = { ...data.config, secretKey };
-  const chain = (await createChainBackend(config, { db: database.db, clock: systemClock, logger })) as EmbeddedBackend;
+  const chain = (await createChainBackend(config, { db: database.db, clock: systemClock, logger, writeGate: host.gate })) as EmbeddedBackend;
   const runStep = createChainStepRunner({ chain, secretKey, executors: stepExecutorsFor() });
   host.serve(chain, {
     info: { payerSecretKey: chain.payer.secretKey, loadedPrograms: chain.loadedPrograms, genesisHash: chain.genesisHash, timelineOrigin: chain.timelineOrigin, floorHeight: chain.now().blockHeight },

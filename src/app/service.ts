@@ -10,7 +10,7 @@ import { acquireWriterLock } from '../db/writerLock.js';
 import { createPostgresWakeups, noWakeups } from '../db/wakeups.js';
 import { newId } from '../lib/ids.js';
 import { processLoopBudget } from '../lib/loopBudget.js';
-import { migrateToLatest, openConfiguredDatabase, type Db } from '../db/database.js';
+import { migrateToLatest, openConfiguredDatabase, openDatabase, type Db } from '../db/database.js';
 import { ConfigError, type Config } from '../config/config.js';
 import { cachedHealth } from '../health/cachedHealth.js';
 import { checkHealth, type BreakerSource } from '../health/healthService.js';
@@ -34,7 +34,6 @@ import { redeliverEvent } from '../webhooks/redeliver.js';
 import { createWebhookService } from '../webhooks/service.js';
 import { apiRoutes } from './routes.js';
 import { createChainBackend, checkCapabilities, startChainThread, stepExecutorsFor } from './serviceChain.js';
-import { embeddedChainFile, openEmbeddedChainStore } from '../chain/embedded/chainFile.js';
 import { ChainWatcher } from '../watcher/watcher.js';
 import { WATCH_HANDLERS, watchesForLaunch } from '../watcher/handlers.js';
 import { insertWatches } from '../watcher/store.js';
@@ -105,21 +104,19 @@ export async function createService(
     const hashKey = requestHashKey(config.secretKey);
     await upgradeLegacyRequestHashes(db, hashKey);
     const secretBox = createSecretBox(config.secretKey);
-    // The embedded chain keeps its state in a SQLite file of its own (beside the service's, or the
-    // one a PostgreSQL deployment's tests name); only an in-memory database holds the chain itself.
-    const chainFile = config.chain.mode !== 'embedded' ? undefined : config.postgres ? deps.embeddedChainFile : embeddedChainFile(config.databasePath);
-    // On its own thread (CHAIN_THREAD, on by default). A service built with another clock (tests)
-    // keeps the chain on this thread: the chain thread reads the system clock.
-    const chainThread =
-      chainFile !== undefined && config.chain.thread && !config.postgres && clock === systemClock
-        ? await startChainThread(config, { chainFile, clock, logger })
-        : undefined;
     let chainDb = db;
-    if (chainFile !== undefined && chainThread === undefined) {
-      const chainStore = await openEmbeddedChainStore(chainFile, { legacyFrom: config.postgres ? undefined : config.databasePath, logger });
+    if (config.postgres && config.chain.mode === 'embedded' && deps.embeddedChainFile !== undefined) {
+      const chainStore = openDatabase(deps.embeddedChainFile, { logger });
       closers.push(() => chainStore.close());
+      await migrateToLatest(chainStore.db);
       chainDb = chainStore.db;
     }
+    // The embedded chain on a thread of its own (CHAIN_THREAD=on), on a second connection to this
+    // SQLite file. A service built with another clock (tests) keeps it here: the thread reads the system clock.
+    const chainThread =
+      config.chain.mode === 'embedded' && config.chain.thread && chainDb === db && !config.postgres && config.databasePath !== ':memory:' && clock === systemClock
+        ? await startChainThread(config, { clock, logger, pauseDatabase: (during) => db.connection().execute(() => during()) })
+        : undefined;
     const chain = chainThread?.backend ?? (await createChainBackend(config, { db: chainDb, clock, logger }));
     closers.push(() => chain.close());
     const cache = new ChainReadCache(chain, clock, logger.child({ component: 'cache' }));
@@ -143,9 +140,9 @@ export async function createService(
       leaseMs: config.runner.leaseMs,
       // With the chain on its own thread, more launches in flight keep both threads busy.
       concurrency: config.runner.concurrency ?? (chainThread ? 4 : 2),
-      // Only a chain committing to this very database (in-memory) follows the pending record in WAL
-      // order; a chain on another file or another system needs the record synced first.
-      pendingDurability: chain.kind === 'embedded' && chainFile === undefined ? 'ordered' : 'full',
+      // The embedded chain commits to this database after the pending record, in WAL order (on its
+      // thread too: a second connection to the same file and WAL).
+      pendingDurability: chain.kind === 'embedded' ? 'ordered' : 'full',
       syncDurable: database.syncWal,
       confirmedIsFinal: chain.kind === 'embedded',
     });

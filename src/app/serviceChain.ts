@@ -25,7 +25,7 @@ export type ChainConfig = Pick<Config, 'chain' | 'secretKey' | 'dataDir'>;
 /** The configured chain backend: embedded LiteSVM unless SOLANA_RPC_URL is set. */
 export async function createChainBackend(
   config: ChainConfig,
-  deps: { db: Db; clock: Clock; logger: Logger },
+  deps: { db: Db; clock: Clock; logger: Logger; writeGate?: <T>(write: () => Promise<T>) => Promise<T> },
 ): Promise<ChainBackend> {
   const fees = { priorityFeeMicroLamports: config.chain.priorityFeeMicroLamports, computeUnitLimit: config.chain.computeUnitLimit };
   if (config.chain.mode === 'rpc' && config.chain.rpcUrl && config.chain.payerKeypairPath) {
@@ -41,6 +41,7 @@ export async function createChainBackend(
     clone: config.chain.cloneFrom ? { sourceUrl: config.chain.cloneFrom, programIds: Object.values(DEFAULT_PROGRAM_IDS), cacheDir: join(config.dataDir, 'programs') } : undefined,
     // Accounts the pool program needs before its first pool (an AmmConfig and its fee receiver).
     genesisHooks: [cpmmGenesisHook(CPMM_MAINNET_PROGRAM_ID)],
+    writeGate: deps.writeGate,
   });
 }
 
@@ -60,24 +61,26 @@ export function stepExecutorsFor(): Partial<Record<StepName, StepExecutor>> {
 /** What the chain thread is started with (`chainThread.ts`). */
 export interface ChainThreadData {
   config: ChainConfig;
-  /** The chain's own SQLite file (`embeddedChainFile`), and the service's, whose chain an older data directory kept. */
-  chainFile: string;
-  serviceFile: string;
+  /** The service's SQLite file: the chain thread keeps the chain's state in it, on a connection of its own. */
+  databasePath: string;
   logLevel: string;
 }
 
 /**
- * Starts the embedded chain on a worker thread of its own (CHAIN_THREAD=on, the default): LiteSVM,
- * the launch steps' building, signing and execution, and the commits of the chain's state (its own
- * SQLite file) all run there, and the main thread keeps the API, health, the runner's bookkeeping and
- * the dispatcher. Under tsx (sources, tests, the bench) the thread loads the TypeScript entry through
- * tsx's loader; from the bundle, `dist/app/chainThread.mjs`.
+ * Starts the embedded chain on a worker thread of its own (CHAIN_THREAD=on): LiteSVM, the launch
+ * steps' building, signing and execution, and the commits of the chain's state (a second connection
+ * to the service's SQLite file, each commit while the main thread holds its own connection idle) all
+ * run there; the main thread keeps the API, health, the runner's bookkeeping and the dispatcher.
+ * Under tsx (sources, tests, the bench) the thread loads the TypeScript entry through tsx's loader;
+ * from the bundle, `dist/app/chainThread.mjs`.
  */
-export async function startChainThread(config: Config, deps: { chainFile: string; clock: Clock; logger: Logger }): Promise<ChainThread> {
+export async function startChainThread(
+  config: Config,
+  deps: { clock: Clock; logger: Logger; pauseDatabase: (during: () => Promise<void>) => Promise<void> },
+): Promise<ChainThread> {
   const data: ChainThreadData = {
     config: { chain: config.chain, secretKey: config.secretKey, dataDir: config.dataDir },
-    chainFile: deps.chainFile,
-    serviceFile: config.databasePath,
+    databasePath: config.databasePath,
     logLevel: config.logLevel,
   };
   const fromSources = import.meta.url.endsWith('.ts');
@@ -85,7 +88,7 @@ export async function startChainThread(config: Config, deps: { chainFile: string
   const worker = fromSources
     ? new Worker(tsxBootstrap(entry), { eval: true, workerData: data })
     : new Worker(entry, { workerData: data });
-  return connectChainThread(worker, { clock: deps.clock, logger: deps.logger });
+  return connectChainThread(worker, { clock: deps.clock, logger: deps.logger, pauseDatabase: deps.pauseDatabase });
 }
 
 /** A worker script that registers tsx's loader, then imports the TypeScript entry. */

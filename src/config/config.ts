@@ -31,9 +31,10 @@ export interface Config {
     /** CHAIN_CLONE_FROM: a cluster the embedded chain fetches the programs it lacks from. */
     cloneFrom: string | undefined;
     /**
-     * CHAIN_THREAD (`on` by default): the embedded chain and the launch steps' chain work (building,
-     * signing, executing, persisting) run on a worker thread of their own, so they never hold the
-     * event loop that serves the API, health and the dispatcher. `off`: all on the main thread.
+     * CHAIN_THREAD=on: the embedded chain and the launch steps' chain work (building, signing,
+     * executing, committing) run on a worker thread of their own, so they never hold the event loop
+     * that serves the API, health and the dispatcher; it costs a second V8 isolate with the chain's
+     * libraries (~110 MB). `off` (the default): all on the main thread.
      */
     thread: boolean;
   };
@@ -213,7 +214,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (cloneFrom !== undefined && !/^https?:\/\//i.test(cloneFrom)) throw new ConfigError('CHAIN_CLONE_FROM', `must be an http(s) URL, got "${cloneFrom}"`);
   const rpcPortRaw = env.CHAIN_RPC_PORT && env.CHAIN_RPC_PORT !== '' ? env.CHAIN_RPC_PORT.trim() : undefined;
   if (production && rpcPortRaw !== undefined && rpcPortRaw !== 'off') throw new ConfigError('CHAIN_RPC_PORT', 'cannot serve the embedded chain in production; set it to off');
-  const threadVar = env.CHAIN_THREAD && env.CHAIN_THREAD !== '' ? env.CHAIN_THREAD.trim() : 'on';
+  const threadVar = env.CHAIN_THREAD && env.CHAIN_THREAD !== '' ? env.CHAIN_THREAD.trim() : 'off';
   if (threadVar !== 'on' && threadVar !== 'off') throw new ConfigError('CHAIN_THREAD', `must be on or off, got "${threadVar}"`);
   const rpcServer =
     production || rpcUrl !== undefined || rpcPortRaw === 'off'

@@ -3,8 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEmbeddedBackend } from '../../src/chain/embedded/backend.js';
-import type { OpenedDatabase } from '../../src/db/database.js';
-import { manualClock } from '../../src/lib/clock.js';
+import { ProgramFileError } from '../../src/chain/embedded/programs.js';
+import { startChainThread } from '../../src/app/serviceChain.js';
+import { migrateToLatest, openDatabase, type OpenedDatabase } from '../../src/db/database.js';
+import { manualClock, systemClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { testConfig } from '../support/config.js';
 import { captureLogger } from '../support/webhooks.js';
 import { tempDatabase } from './support/fixtures.js';
 
@@ -46,6 +50,23 @@ describe('CHAIN_PROGRAMS_DIR files', () => {
     expect(error.name).toBe('ProgramFileError');
     expect(error.message).toContain(path);
     expect(error.message).not.toContain('Failed to add program');
+  });
+
+  it('refuses a junk program file on the chain thread with the same error class, for main.ts to print in one line', async () => {
+    const path = join(dir, `${LOCK}.so`);
+    writeFileSync(path, 'this is not a program');
+    const { config, cleanup } = testConfig({ CHAIN_THREAD: 'on', CHAIN_PROGRAMS_DIR: dir });
+    const database = openDatabase(config.databasePath);
+    try {
+      await migrateToLatest(database.db);
+      const error = await startChainThread(config, { clock: systemClock, logger: silentLogger(), pauseDatabase: (during) => database.db.connection().execute(() => during()) }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProgramFileError);
+      expect((error as ProgramFileError).path).toBe(path);
+      expect((error as ProgramFileError).message).toContain('(it is not an ELF file)');
+    } finally {
+      await database.close();
+      cleanup();
+    }
   });
 
   it('warns about files not named <programId>.so instead of ignoring them silently', async () => {

@@ -11,7 +11,6 @@ import { loadConfig } from '../../src/config/config.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createChainBackend } from '../../src/app/serviceChain.js';
-import { embeddedChainFile, openEmbeddedChainStore } from '../../src/chain/embedded/chainFile.js';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { launchBody } from '../support/fixtures.js';
 import { startChildService } from './support/childService.js';
@@ -101,9 +100,7 @@ describe('SIGKILL loop', () => {
       for (const l of launches) expect(events.filter((e) => e.launch_id === l.id && e.event === 'launch.complete')).toHaveLength(1);
       const mints = launches.map((l) => (JSON.parse(l.results) as { mint?: string }).mint);
       expect(new Set(mints).size).toBe(launches.length);
-      // The chain keeps its state in its own file beside the service's (chain/embedded/chainFile.ts).
-      const chainStore = await openEmbeddedChainStore(embeddedChainFile(config.databasePath)!);
-      const chain = await createChainBackend(config, { db: chainStore.db, clock: { now: () => Date.now() + (KILLS + 1) * STEP_MS }, logger: silentLogger() });
+      const chain = await createChainBackend(config, { db: opened.db, clock: { now: () => Date.now() + (KILLS + 1) * STEP_MS }, logger: silentLogger() });
       const conn = { getAccountInfo: (pk: PublicKey) => chain.getAccountInfo(pk) } as never;
       for (const a of accepted) {
         const mint = new PublicKey(mints[launches.findIndex((l) => l.id === a.id)]!);
@@ -114,7 +111,6 @@ describe('SIGKILL loop', () => {
         expect((await getAccount(conn, ata, 'confirmed', TOKEN_2022_PROGRAM_ID)).amount).toBe(supply);
       }
       await chain.close();
-      await chainStore.close();
     } finally {
       await receiver.close();
       await opened.close();

@@ -11,7 +11,6 @@ import { loadConfig } from '../../src/config/config.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createChainBackend } from '../../src/app/serviceChain.js';
-import { embeddedChainFile, openEmbeddedChainStore } from '../../src/chain/embedded/chainFile.js';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { launchBody } from '../support/fixtures.js';
 import { startChildService, type ChildService } from './support/childService.js';
@@ -123,9 +122,7 @@ describe('SIGSTOP past the leases', () => {
       // One mint per launch, holding exactly its supply (a second mint-to would have doubled it).
       const mints = launches.map((l) => (JSON.parse(l.results) as { mint?: string }).mint);
       expect(new Set(mints).size).toBe(launches.length);
-      // The chain keeps its state in its own file beside the service's (chain/embedded/chainFile.ts).
-      const chainStore = await openEmbeddedChainStore(embeddedChainFile(config.databasePath)!);
-      const chain = await createChainBackend(config, { db: chainStore.db, clock: { now: () => Date.now() }, logger: silentLogger() });
+      const chain = await createChainBackend(config, { db: opened.db, clock: { now: () => Date.now() }, logger: silentLogger() });
       const conn = { getAccountInfo: (pk: PublicKey) => chain.getAccountInfo(pk) } as never;
       for (const a of accepted) {
         const mint = new PublicKey(mints[launches.findIndex((l) => l.id === a.id)]!);
@@ -135,7 +132,6 @@ describe('SIGSTOP past the leases', () => {
         expect((await getAccount(conn, ata, 'confirmed', TOKEN_2022_PROGRAM_ID)).amount).toBe(supply);
       }
       await chain.close();
-      await chainStore.close();
     } finally {
       if (svc && svc.child.exitCode === null && svc.child.signalCode === null) {
         if (stopped) process.kill(svc.child.pid!, 'SIGCONT');

@@ -34,6 +34,12 @@ export interface EmbeddedBackendOptions {
   clone?: { sourceUrl: string; programIds: string[]; cacheDir: string } | undefined;
   /** Automatic payer funding; `false` disables it (tests of insufficient balance). */
   funding?: { thresholdLamports: bigint; amountLamports: bigint } | false;
+  /**
+   * Wraps every commit of the chain's state after the start. On its own thread (`thread/`) the
+   * chain writes through a second connection to the service's file, and the gate has the main
+   * thread hold its connection idle first, so the two never wait on each other's write lock.
+   */
+  writeGate?: <T>(write: () => Promise<T>) => Promise<T>;
 }
 
 /** The embedded backend, with the extras only an in-process chain can offer. */
@@ -121,8 +127,11 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     queue = run.catch(() => undefined);
     return run;
   };
-  const persist = (addresses: string[], signature?: ProcessedWrite['signature'], history?: ProcessedWrite['history']) =>
-    saveProcessed(db, { accounts: addresses.map((a) => ({ address: a, account: readStored(svm, a) })), signature, history }, clock.now());
+  const gate = options.writeGate ?? (<T>(write: () => Promise<T>) => write());
+  const persist = (addresses: string[], signature?: ProcessedWrite['signature'], history?: ProcessedWrite['history']) => {
+    const write: ProcessedWrite = { accounts: addresses.map((a) => ({ address: a, account: readStored(svm, a) })), signature, history };
+    return gate(() => saveProcessed(db, write, clock.now()));
+  };
   let lastSeq = await lastHistorySeq(db);
   // Wake-ups for the chain watcher: the accounts of each committed transaction (ChainHistory.onActivity).
   const activityListeners = new Set<(addresses: readonly string[]) => void>();

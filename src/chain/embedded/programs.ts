@@ -51,7 +51,7 @@ export class ProgramFileError extends Error {
   constructor(
     readonly path: string,
     readonly programId: string,
-    reason: string,
+    readonly reason: string,
     options?: { cause?: unknown },
   ) {
     super(

@@ -38,15 +38,21 @@ export interface ChainThread {
 
 const PINO_LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
-/** Connects to a chain thread (`host.ts` on the other side); resolves once the chain is up. */
+/**
+ * Connects to a chain thread (`host.ts` on the other side); resolves once the chain is up.
+ * `pauseDatabase` holds the main thread's connection idle while the chain thread commits to the
+ * same file (its `lock`), so the event loop never sleeps in SQLite's busy handler on its write lock.
+ */
 export function connectChainThread(
   port: ClientPort,
-  deps: { clock: Clock; logger: Logger; startTimeoutMs?: number },
+  deps: { clock: Clock; logger: Logger; pauseDatabase: (during: () => Promise<void>) => Promise<void>; startTimeoutMs?: number },
 ): Promise<ChainThread> {
   const logger = deps.logger.child({ component: 'chain', backend: 'embedded' });
   let nextId = 0;
   const calls = new Map<number, { resolve(value: unknown): void; reject(error: Error): void; step?: ThreadStepInput; recordError?: unknown }>();
   const listeners = new Set<(addresses: readonly string[]) => void>();
+  /** Holds of the main thread's connection the chain thread asked for, by id: each resolves its hold. */
+  const locks = new Map<number, () => void>();
   let transactionCount = 0;
   let down: Error | undefined;
   let closed: (() => void) | undefined;
@@ -66,6 +72,8 @@ export function connectChainThread(
     down = new TransientError('chain_unavailable', `the chain thread stopped: ${error.message}`, { cause: error });
     for (const pending of calls.values()) pending.reject(down);
     calls.clear();
+    for (const release of locks.values()) release();
+    locks.clear();
   };
 
   return new Promise<ChainThread>((resolveStart, rejectStart) => {
@@ -96,6 +104,7 @@ export function connectChainThread(
         case 'failed':
           clearTimeout(startTimer);
           rejectStart(fromWireError(message.error));
+          void port.terminate();
           return;
         case 'result':
         case 'error': {
@@ -120,6 +129,26 @@ export function connectChainThread(
           );
           return;
         }
+        case 'lock': {
+          let release!: () => void;
+          const released = new Promise<void>((resolve) => (release = resolve));
+          locks.set(message.id, release);
+          deps
+            .pauseDatabase(async () => {
+              post({ t: 'locked', id: message.id });
+              await released;
+            })
+            .catch((error: unknown) => {
+              // The database is closing: the chain thread's commit goes on (or fails) by itself.
+              logger.warn({ err: error }, 'could not hold the database for the chain thread');
+              post({ t: 'locked', id: message.id });
+            });
+          return;
+        }
+        case 'unlock':
+          locks.get(message.id)?.();
+          locks.delete(message.id);
+          return;
         case 'activity':
           transactionCount = message.count;
           for (const listener of listeners) {

@@ -16,8 +16,8 @@ export type ThreadStepRunner = (input: WireStepInput, recordPending: (label: str
 
 /**
  * The chain thread's side (see `client.ts` for the main thread's): answers backend calls and runs
- * launch steps on the embedded chain it owns. Built before the chain, so that the chain's start
- * (or its failure) can be told.
+ * launch steps on the embedded chain it owns. Built before the chain, so that the chain's commits
+ * go through {@link ChainThreadHost.gate} from its first one.
  */
 export class ChainThreadHost {
   private nextId = 0;
@@ -29,6 +29,24 @@ export class ChainThreadHost {
   constructor(private readonly port: HostPort) {
     port.on('message', (message) => this.receive(message));
   }
+
+  /**
+   * Runs one commit of the chain's state while the main thread holds its connection to the same
+   * file idle: the main thread's queries wait (asynchronously) instead of meeting this connection's
+   * write lock in SQLite's busy handler, which sleeps on the thread that waits — the event loop.
+   */
+  readonly gate = async <T>(write: () => Promise<T>): Promise<T> => {
+    const id = (this.nextId += 1);
+    await new Promise<void>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.port.postMessage({ t: 'lock', id });
+    });
+    try {
+      return await write();
+    } finally {
+      this.port.postMessage({ t: 'unlock', id });
+    }
+  };
 
   /** Forwards a log line (pino's JSON) to the main thread's logger. */
   log(line: string): void {
@@ -50,10 +68,11 @@ export class ChainThreadHost {
 
   private receive(message: ToChain): void {
     switch (message.t) {
+      case 'locked':
       case 'recorded': {
         const waiter = this.waiting.get(message.id);
         this.waiting.delete(message.id);
-        if (message.error) waiter?.reject(Object.assign(new Error(message.error.message), { name: message.error.name }));
+        if (message.t === 'recorded' && message.error) waiter?.reject(Object.assign(new Error(message.error.message), { name: message.error.name }));
         else waiter?.resolve();
         return;
       }

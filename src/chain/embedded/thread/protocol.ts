@@ -1,5 +1,6 @@
 import { PublicKey, type AccountInfo } from '@solana/web3.js';
 import { NonRetriableError, TransientError } from '../../../lib/retry.js';
+import { ProgramFileError } from '../programs.js';
 
 /**
  * The messages between the main thread and the chain thread (`host.ts` serves, `client.ts` asks).
@@ -15,6 +16,8 @@ export type ToChain =
   | { t: 'step'; id: number; input: WireStepInput }
   /** The answer to the chain thread's `record` (a signed transaction is durable, or why not). */
   | { t: 'recorded'; id: number; error?: WireError }
+  /** The main thread's connection is idle: the chain thread may commit now (the answer to `lock`). */
+  | { t: 'locked'; id: number }
   | { t: 'close' };
 
 /** What the chain thread sends. */
@@ -25,6 +28,9 @@ export type FromChain =
   | { t: 'error'; id: number; error: WireError }
   /** A step's executor asks the main thread to persist a signed transaction before it is sent. */
   | { t: 'record'; id: number; step: number; label: string; tx: unknown }
+  /** Asks the main thread to hold its database connection idle for one commit; `unlock` ends the hold. */
+  | { t: 'lock'; id: number }
+  | { t: 'unlock'; id: number }
   /** The accounts of a committed transaction (ChainHistory.onActivity) and the chain's transaction count. */
   | { t: 'activity'; addresses: string[]; count: number }
   /** A log line of the chain thread's pino logger (JSON). */
@@ -78,11 +84,14 @@ export interface WireError {
   name: string;
   code?: string;
   message: string;
+  /** A ProgramFileError's file (the operator's mistake main.ts reports in one line). */
+  programFile?: { path: string; programId: string; reason: string };
 }
 
 /** An error as it crosses: the retry classes keep their class and code, anything else its message. */
 export function toWireError(error: unknown): WireError {
   if (error instanceof TransientError || error instanceof NonRetriableError) return { name: error.name, code: error.code, message: error.message };
+  if (error instanceof ProgramFileError) return { name: error.name, message: error.message, programFile: { path: error.path, programId: error.programId, reason: error.reason } };
   if (error instanceof Error) return { name: error.name, message: error.message };
   return { name: 'Error', message: String(error) };
 }
@@ -90,6 +99,7 @@ export function toWireError(error: unknown): WireError {
 export function fromWireError(wire: WireError): Error {
   if (wire.name === 'TransientError') return new TransientError(wire.code ?? 'internal_error', wire.message);
   if (wire.name === 'NonRetriableError') return new NonRetriableError(wire.code ?? 'internal_error', wire.message);
+  if (wire.programFile) return new ProgramFileError(wire.programFile.path, wire.programFile.programId, wire.programFile.reason);
   const error = new Error(wire.message);
   error.name = wire.name;
   return error;
