@@ -86,11 +86,11 @@ describe('configuration', () => {
     expect(refusal({ RUNNER_LEASE_MS: 'long' }).variable).toBe('RUNNER_LEASE_MS');
   });
 
-  it('runs the embedded chain on its own thread unless CHAIN_THREAD=off, and reads RUNNER_CONCURRENCY', () => {
+  it('runs the embedded chain on its own thread only with CHAIN_THREAD=on, and reads RUNNER_CONCURRENCY', () => {
     const defaults = loadConfig({ DATA_DIR: dir, SECRET_KEY: KEY });
-    expect(defaults.chain.thread).toBe(true);
+    expect(defaults.chain.thread).toBe(false);
     expect(defaults.runner.concurrency).toBeUndefined();
-    expect(loadConfig({ DATA_DIR: dir, SECRET_KEY: KEY, CHAIN_THREAD: 'off' }).chain.thread).toBe(false);
+    expect(loadConfig({ DATA_DIR: dir, SECRET_KEY: KEY, CHAIN_THREAD: 'on' }).chain.thread).toBe(true);
     expect(loadConfig({ DATA_DIR: dir, SECRET_KEY: KEY, RUNNER_CONCURRENCY: '6' }).runner.concurrency).toBe(6);
     expect(refusal({ SECRET_KEY: KEY, CHAIN_THREAD: 'yes' }).variable).toBe('CHAIN_THREAD');
     expect(refusal({ SECRET_KEY: KEY, RUNNER_CONCURRENCY: '0' }).variable).toBe('RUNNER_CONCURRENCY');
