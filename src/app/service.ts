@@ -5,6 +5,7 @@ import { ensureDevelopmentKey } from '../auth/devKey.js';
 import type { CreatedKey } from '../auth/apiKeys.js';
 import { ChainReadCache } from '../cache/chainReadCache.js';
 import type { ChainBackend } from '../chain/backend.js';
+import type { ChainThread } from '../chain/embedded/thread/client.js';
 import { createSecretBox } from '../crypto/secretBox.js';
 import { acquireWriterLock } from '../db/writerLock.js';
 import { createPostgresWakeups, noWakeups } from '../db/wakeups.js';
@@ -44,6 +45,8 @@ export interface Service {
   fastPath: RequestFastPath;
   db: Db;
   chain: ChainBackend;
+  /** With CHAIN_THREAD=on, the thread the embedded chain runs on (`chain` is its proxy). */
+  chainThread: ChainThread | undefined;
   runner: LaunchRunner;
   /** The chain watcher (SPEC §9): what happens to a launch's escrow, realm and pool after it completes. */
   watcher: ChainWatcher;
@@ -245,6 +248,7 @@ export async function createService(
       fastPath: healthFastPath({ health: healthAnswer, limiter, logger, observe: (method, route, status, seconds) => metrics.observeRequest(method, route, status, seconds) }),
       db,
       chain,
+      chainThread,
       runner: launchRunner,
       watcher,
       cache,

@@ -85,10 +85,8 @@ export async function startChainThread(
   };
   const fromSources = import.meta.url.endsWith('.ts');
   const entry = new URL(fromSources ? './chainThread.ts' : './chainThread.mjs', import.meta.url);
-  const worker = fromSources
-    ? new Worker(tsxBootstrap(entry), { eval: true, workerData: data })
-    : new Worker(entry, { workerData: data });
-  return connectChainThread(worker, { clock: deps.clock, logger: deps.logger, pauseDatabase: deps.pauseDatabase });
+  const spawn = () => (fromSources ? new Worker(tsxBootstrap(entry), { eval: true, workerData: data }) : new Worker(entry, { workerData: data }));
+  return connectChainThread(spawn, { clock: deps.clock, logger: deps.logger, pauseDatabase: deps.pauseDatabase });
 }
 
 /** A worker script that registers tsx's loader, then imports the TypeScript entry. */

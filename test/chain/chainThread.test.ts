@@ -119,6 +119,39 @@ describe.skipIf(onPostgres)('the embedded chain on its own thread (CHAIN_THREAD=
     expect(await thread.backend.getAccountInfo(mint)).toBeNull();
   });
 
+  it('starts a chain thread that stopped again from the database, failing what was in flight as retriable meanwhile', async () => {
+    const { logger, lines } = captureLogger();
+    t = await startTestService({ env: { CHAIN_THREAD: 'on' }, logger });
+    const chain = t.service.chain as EmbeddedBackend;
+    const holder = Keypair.generate().publicKey;
+    await chain.requestAirdrop(holder, 3n * BigInt(LAMPORTS_PER_SOL));
+    const thread = t.service.chainThread;
+    const first = thread?.current();
+    expect(first?.threadId).toBeGreaterThan(0);
+
+    await first!.terminate(); // as an uncaught error would end it
+    const during = await chain.getBalance(holder).catch((error: unknown) => error);
+    expect(during).toBeInstanceOf(TransientError);
+    expect((during as TransientError).code).toBe('chain_unavailable');
+
+    // Back within a few seconds, on a new thread, with the state it had.
+    let balance: number | undefined;
+    for (let i = 0; i < 100 && balance === undefined; i++) {
+      balance = await chain.getBalance(holder).catch(() => undefined);
+      if (balance === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(balance).toBe(3 * LAMPORTS_PER_SOL);
+    expect(thread?.current()?.threadId).not.toBe(first?.threadId);
+    // And it runs launches again.
+    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const id = await t.createLaunch(key);
+    t.service.start();
+    await waitComplete(t, id);
+    const messages = lines.map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(messages).toContain('chain thread stopped; starting it again');
+    expect(messages).toContain('chain thread running again');
+  });
+
   it('commits the chain between the main thread’s transactions, never inside one, with the event loop free meanwhile', async () => {
     t = await startTestService({ env: { CHAIN_THREAD: 'on' } });
     const chain = t.service.chain as EmbeddedBackend;

@@ -10,6 +10,7 @@ import { fromWireAccount, fromWireAccounts, fromWireError, type ChainMethod, typ
 
 /** The end of a `Worker` the client needs. */
 export interface ClientPort {
+  readonly threadId: number;
   postMessage(message: ToChain): void;
   on(event: 'message', listener: (message: FromChain) => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
@@ -34,82 +35,106 @@ export interface ChainThread {
   backend: EmbeddedBackend;
   /** Runs a launch step on the chain thread; its signed transactions are recorded here before they are sent. */
   runStep(input: ThreadStepInput): Promise<StepOutcome>;
+  /** The worker running the chain now (undefined while one starts again): its thread id, or to end it. */
+  current(): ClientPort | undefined;
 }
 
 const PINO_LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
+/** Restarts of a chain thread that stopped: 1 s after it stopped, doubling to 30 s while it keeps failing. */
+const RESTART_FIRST_MS = 1000;
+const RESTART_MAX_MS = 30_000;
+
 /**
- * Connects to a chain thread (`host.ts` on the other side); resolves once the chain is up.
- * `pauseDatabase` holds the main thread's connection idle while the chain thread commits to the
- * same file (its `lock`), so the event loop never sleeps in SQLite's busy handler on its write lock.
+ * Starts a chain thread (`spawn`, `host.ts` on the other side) and connects to it; resolves once
+ * the chain is up. A thread that stops later (an uncaught error, its exit) fails what it had in
+ * flight with `TransientError('chain_unavailable')` — the runner retries those steps — and is
+ * started again from the database, with a backoff while it keeps failing; meanwhile every call
+ * fails the same way at once. `pauseDatabase` holds the main thread's connection idle while the
+ * chain thread commits to the same file (its `lock`), so the event loop never sleeps in SQLite's
+ * busy handler on its write lock.
  */
 export function connectChainThread(
-  port: ClientPort,
+  spawn: () => ClientPort,
   deps: { clock: Clock; logger: Logger; pauseDatabase: (during: () => Promise<void>) => Promise<void>; startTimeoutMs?: number },
 ): Promise<ChainThread> {
   const logger = deps.logger.child({ component: 'chain', backend: 'embedded' });
+  const startTimeoutMs = deps.startTimeoutMs ?? 60_000;
   let nextId = 0;
-  const calls = new Map<number, { resolve(value: unknown): void; reject(error: Error): void; step?: ThreadStepInput; recordError?: unknown }>();
   const listeners = new Set<(addresses: readonly string[]) => void>();
-  /** Holds of the main thread's connection the chain thread asked for, by id: each resolves its hold. */
-  const locks = new Map<number, () => void>();
   let transactionCount = 0;
-  let down: Error | undefined;
-  let closed: (() => void) | undefined;
+  /** The thread answering now; undefined while one starts again. */
+  let live: Link | undefined;
+  let closing = false;
+  let failures = 0;
+  let restartTimer: NodeJS.Timeout | undefined;
 
-  const post = (message: ToChain) => port.postMessage(message);
+  /** One thread: what it has in flight and the holds of the main connection it asked for. */
+  interface Link {
+    port: ClientPort;
+    calls: Map<number, { resolve(value: unknown): void; reject(error: Error): void; step?: ThreadStepInput; recordError?: unknown }>;
+    /** Holds of the main thread's connection the chain thread asked for, by id: each resolves its hold. */
+    locks: Map<number, () => void>;
+    stopped: boolean;
+    /** Set by close(): the thread answered `closed`, or ended. */
+    closeAnswered?: () => void;
+  }
+
+  const unavailable = (why: string, cause?: unknown) => new TransientError('chain_unavailable', `the chain thread is not running (${why})`, { cause });
   const request = (message: { t: 'call'; method: ChainMethod; args: unknown[] } | { t: 'step'; input: WireStepInput }, step?: ThreadStepInput) =>
     new Promise<unknown>((resolve, reject) => {
-      if (down) return reject(down);
+      const link = live;
+      if (!link) return reject(unavailable(closing ? 'closed' : 'starting again'));
       const id = (nextId += 1);
-      calls.set(id, { resolve, reject, step });
-      post({ ...message, id } as ToChain);
+      link.calls.set(id, { resolve, reject, step });
+      link.port.postMessage({ ...message, id } as ToChain);
     });
   const call = (method: ChainMethod, ...args: unknown[]) => request({ t: 'call', method, args });
 
-  const fail = (error: Error) => {
-    if (down) return;
-    down = new TransientError('chain_unavailable', `the chain thread stopped: ${error.message}`, { cause: error });
-    for (const pending of calls.values()) pending.reject(down);
-    calls.clear();
-    for (const release of locks.values()) release();
-    locks.clear();
-  };
-
-  return new Promise<ChainThread>((resolveStart, rejectStart) => {
+  /** Starts a thread; `ready` gets its info once the chain is up, `failed` why it did not come up. */
+  function open(ready: (link: Link, info: ChainThreadInfo) => void, failed: (error: Error) => void): void {
+    const port = spawn();
+    const link: Link = { port, calls: new Map(), locks: new Map(), stopped: false };
+    let up = false;
+    const post = (message: ToChain) => port.postMessage(message);
     const startTimer = setTimeout(() => {
-      rejectStart(new Error(`the chain thread did not start within ${deps.startTimeoutMs ?? 60_000} ms`));
+      failed(new Error(`the chain thread did not start within ${startTimeoutMs} ms`));
       void port.terminate();
-    }, deps.startTimeoutMs ?? 60_000);
-
-    port.on('error', (error) => {
-      logger.error({ err: error }, 'chain thread failed');
-      fail(error);
+    }, startTimeoutMs);
+    const stop = (error: Error) => {
+      if (link.stopped) return;
+      link.stopped = true;
       clearTimeout(startTimer);
-      rejectStart(error);
-    });
-    port.on('exit', (code) => {
-      fail(new Error(`exited with code ${code}`));
-      clearTimeout(startTimer);
-      rejectStart(new Error(`the chain thread exited with code ${code} before it was ready`));
-      closed?.();
-    });
+      const reason = unavailable(error.message, error);
+      for (const pending of link.calls.values()) pending.reject(reason);
+      link.calls.clear();
+      for (const release of link.locks.values()) release();
+      link.locks.clear();
+      if (live === link) live = undefined;
+      if (!up) return failed(error);
+      if (closing) return link.closeAnswered?.();
+      logger.error({ err: error }, 'chain thread stopped; starting it again');
+      scheduleRestart();
+    };
+    port.on('error', (error) => stop(error));
+    port.on('exit', (code) => stop(new Error(`the chain thread exited with code ${code}`)));
     port.on('message', (message) => {
       switch (message.t) {
         case 'ready':
           clearTimeout(startTimer);
+          up = true;
           transactionCount = message.info.transactionCount;
-          resolveStart(build(message.info));
+          ready(link, message.info);
           return;
         case 'failed':
           clearTimeout(startTimer);
-          rejectStart(fromWireError(message.error));
+          failed(fromWireError(message.error));
           void port.terminate();
           return;
         case 'result':
         case 'error': {
-          const pending = calls.get(message.id);
-          calls.delete(message.id);
+          const pending = link.calls.get(message.id);
+          link.calls.delete(message.id);
           if (!pending) return;
           if (message.t === 'result') pending.resolve(message.value);
           // A step that failed because its transaction could not be recorded fails with that error
@@ -118,7 +143,7 @@ export function connectChainThread(
           return;
         }
         case 'record': {
-          const pending = calls.get(message.step);
+          const pending = link.calls.get(message.step);
           if (!pending?.step) return post({ t: 'recorded', id: message.id, error: { name: 'Error', message: 'no such step' } });
           pending.step.recordPending(message.label, message.tx as PendingTx).then(
             () => post({ t: 'recorded', id: message.id }),
@@ -132,7 +157,7 @@ export function connectChainThread(
         case 'lock': {
           let release!: () => void;
           const released = new Promise<void>((resolve) => (release = resolve));
-          locks.set(message.id, release);
+          link.locks.set(message.id, release);
           deps
             .pauseDatabase(async () => {
               post({ t: 'locked', id: message.id });
@@ -146,8 +171,8 @@ export function connectChainThread(
           return;
         }
         case 'unlock':
-          locks.get(message.id)?.();
-          locks.delete(message.id);
+          link.locks.get(message.id)?.();
+          link.locks.delete(message.id);
           return;
         case 'activity':
           transactionCount = message.count;
@@ -163,10 +188,38 @@ export function connectChainThread(
           relayLog(deps.logger, message.line);
           return;
         case 'closed':
-          closed?.();
+          link.closeAnswered?.();
           return;
       }
     });
+  }
+
+  function scheduleRestart(): void {
+    const delay = Math.min(RESTART_MAX_MS, RESTART_FIRST_MS * 2 ** failures);
+    restartTimer = setTimeout(() => {
+      restartTimer = undefined;
+      if (closing) return;
+      open(
+        (link) => {
+          failures = 0;
+          live = link;
+          logger.info('chain thread running again');
+        },
+        (error) => {
+          failures += 1;
+          logger.error({ err: error }, 'chain thread could not start again; trying later');
+          scheduleRestart();
+        },
+      );
+    }, delay);
+    restartTimer.unref();
+  }
+
+  return new Promise<ChainThread>((resolveStart, rejectStart) => {
+    open((link, info) => {
+      live = link;
+      resolveStart(build(info));
+    }, rejectStart);
   });
 
   function build(info: ChainThreadInfo): ChainThread {
@@ -221,13 +274,18 @@ export function connectChainThread(
       programAccounts: (programId, filters) => accounts('programAccounts', programId.toBase58(), filters),
       applyGenesisHook: () => Promise.reject(new Error('genesis hooks are applied when the chain thread starts')),
       async close() {
-        if (down) return;
-        const done = new Promise<void>((resolve) => (closed = resolve));
-        post({ t: 'close' });
-        const timer = setTimeout(() => void port.terminate(), 10_000);
+        closing = true;
+        clearTimeout(restartTimer);
+        const link = live;
+        if (!link) return;
+        // The thread answers `closed` once its chain and connection are closed; a thread that does not
+        // within 10 s is ended anyway.
+        const done = new Promise<void>((resolve) => (link.closeAnswered = resolve));
+        link.port.postMessage({ t: 'close' });
+        const timer = setTimeout(() => void link.port.terminate(), 10_000);
         await done;
         clearTimeout(timer);
-        await port.terminate();
+        await link.port.terminate();
       },
     };
     const runStep = async (input: ThreadStepInput) =>
@@ -235,7 +293,7 @@ export function connectChainThread(
         { t: 'step', input: { launchId: input.launchId, step: input.step, request: input.request, results: input.results, pending: input.pending, logBindings: input.logger.bindings() } },
         input,
       )) as StepOutcome;
-    return { backend, runStep };
+    return { backend, runStep, current: () => live?.port };
   }
 }
 
