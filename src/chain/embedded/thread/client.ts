@@ -92,7 +92,14 @@ export function connectChainThread(
   const call = (method: ChainMethod, ...args: unknown[]) => request({ t: 'call', method, args });
 
   /** Starts a thread; `ready` gets its info once the chain is up, `failed` why it did not come up. */
-  function open(ready: (link: Link, info: ChainThreadInfo) => void, failed: (error: Error) => void): void {
+  function open(ready: (link: Link, info: ChainThreadInfo) => void, failedOnce: (error: Error) => void): void {
+    // A start that fails is told once: its `failed` answer or start timeout, then its exit, each say so.
+    let told = false;
+    const failed = (error: Error) => {
+      if (told) return;
+      told = true;
+      failedOnce(error);
+    };
     const port = spawn();
     const link: Link = { port, calls: new Map(), locks: new Map(), stopped: false };
     let up = false;
