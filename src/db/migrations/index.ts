@@ -12,6 +12,7 @@ import * as m012 from './012_postgres.js';
 import * as m013 from './013_shared_breakers_rate_limits.js';
 import * as m017 from './017_watch_woken.js';
 import * as m018 from './018_delivery_index_locality.js';
+import * as m019 from './019_drop_redundant_delivery_indexes.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ export const migrations: Record<string, Migration> = {
   '013_shared_breakers_rate_limits': m013,
   '017_watch_woken': m017,
   '018_delivery_index_locality': m018,
+  '019_drop_redundant_delivery_indexes': m019,
 };
 
 export const migrationProvider: MigrationProvider = {
