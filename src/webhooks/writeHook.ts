@@ -24,7 +24,10 @@ function isWriteHook(value: unknown): value is WriteHook {
   return typeof value === 'object' && value !== null && typeof (value as WriteHook).onWrite === 'function';
 }
 
-type AnyHandler = Record<string, unknown>;
+type AnyHandler = Record<string | symbol, unknown>;
+
+/** Set on a handler whose start method already tells its hook (a handler dispatched again is not wrapped twice). */
+const HOOKED = Symbol('writeHooked');
 
 /**
  * An undici interceptor that tells a request when it is actually written. undici calls a handler's
@@ -32,28 +35,26 @@ type AnyHandler = Record<string, unknown>;
  * before the request's bytes go out, so that is the
  * instant a receiver's time starts (not when we called `request()`, which may be long before on a
  * busy loop or with the request queued behind others).
+ *
+ * The handler is the request's own (undici makes one per request), so only that one method is
+ * replaced on it; the rest of the handler, and its state, stay as they are. (Copying every method
+ * of the handler onto a bound wrapper cost ~40 us per request, 1.4 % of the `pipeline` bench's
+ * main thread.)
  */
 export const notifyOnWrite: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
   const hook = (opts as { opaque?: unknown }).opaque;
-  if (!isWriteHook(hook)) return dispatch(opts, handler);
   const inner = handler as unknown as AnyHandler;
-  // Delegate every method to the original handler (bound, so its own state stays on itself).
-  const wrapped: AnyHandler = {};
-  for (let proto: object | null = inner; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
-    for (const name of Object.getOwnPropertyNames(proto)) {
-      const value = inner[name];
-      if (name !== 'constructor' && typeof value === 'function' && !(name in wrapped)) wrapped[name] = (value as (...a: unknown[]) => unknown).bind(inner);
-    }
-  }
+  if (!isWriteHook(hook) || inner[HOOKED]) return dispatch(opts, handler);
   const start = typeof inner.onRequestStart === 'function' ? 'onRequestStart' : 'onConnect';
-  const original = wrapped[start] as ((...args: unknown[]) => unknown) | undefined;
-  wrapped[start] = (...args: unknown[]) => {
+  const original = inner[start] as ((...args: unknown[]) => unknown) | undefined;
+  inner[HOOKED] = true;
+  inner[start] = function (this: unknown, ...args: unknown[]) {
     writing = hook;
     queueMicrotask(() => {
       if (writing === hook) writing = undefined; // the request was aborted before its headers went out
     });
     hook.onWrite();
-    return original?.(...args);
+    return original?.apply(this, args);
   };
-  return dispatch(opts, wrapped as unknown as Dispatcher.DispatchHandler);
+  return dispatch(opts, handler);
 };
