@@ -139,8 +139,14 @@ const claimTexts = new Map<string, string>();
 
 /**
  * Leases up to `limit` of one host's due deliveries, earliest due first (the order of the
- * (status, host, next_attempt_at) index, so nothing is sorted), in one `UPDATE … RETURNING`.
- * Same conditions as the ranking statement's candidates; the caller has counted the host's leases.
+ * (status, host, next_attempt_at) index, so nothing is sorted). Same conditions as the ranking
+ * statement's candidates; the caller has counted the host's leases.
+ *
+ * PostgreSQL: one `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED) RETURNING *`. SQLite: the
+ * candidates' ids are read, then each is leased by its id with `RETURNING *`, in the caller's write
+ * transaction (SQLite's one writer: nothing changes between the read and the updates). SQLite runs
+ * the one-statement form through an ephemeral table for the `IN` list and the returned rows: three
+ * due rows cost 155 us that way against 50 us for the read and three updates by id.
  */
 async function claimHost(db: DbOrTx, pg: boolean, args: ClaimArgs, host: string, limit: number): Promise<DeliveryRow[]> {
   const excluded = args.excludeEndpoints.length;
@@ -150,29 +156,45 @@ async function claimHost(db: DbOrTx, pg: boolean, args: ClaimArgs, host: string,
   let text = claimTexts.get(key);
   if (text === undefined) {
     const leaseClock = pg ? LEASE_NOW_PG : '?';
-    text = `
-    update deliveries
-    set lease_owner = ?, lease_expires_at = ${pg ? `${LEASE_NOW_PG} + ?` : '?'}, attempt_count = attempt_count + 1,
-      lease_token = lease_token + 1, updated_at = ?
-    where id in (
+    const candidates = `
       select y.id from deliveries y
       where y.status = 'pending' and y.host = ? and y.next_attempt_at <= ?
         and (y.lease_owner is null or y.lease_expires_at <= ${leaseClock})${excluded > 0 ? ` and y.endpoint not in (${placeholders(excluded)})` : ''}${trial ? ' and y.endpoint = ?' : ''}
         and y.attempt_count < ?${running > 0 ? ` and y.id not in (${placeholders(running)})` : ''}
       order by ${trial ? 'y.updated_at, y.next_attempt_at' : 'y.next_attempt_at'}
-      limit ?${pg ? ' for update of y skip locked' : ''})
-    returning *`;
+      limit ?`;
+    text = pg
+      ? `
+    update deliveries
+    set lease_owner = ?, lease_expires_at = ${LEASE_NOW_PG} + ?, attempt_count = attempt_count + 1,
+      lease_token = lease_token + 1, updated_at = ?
+    where id in (${candidates} for update of y skip locked)
+    returning *`
+      : candidates;
     claimTexts.set(key, text);
   }
-  const params: unknown[] = [args.owner, pg ? args.leaseMs : args.now + args.leaseMs, args.now, host, args.now];
+  const params: unknown[] = pg ? [args.owner, args.leaseMs, args.now] : [];
+  params.push(host, args.now);
   if (!pg) params.push(args.now);
   params.push(...args.excludeEndpoints);
   if (trial) params.push(args.onlyEndpoint);
   params.push(args.maxAttempts);
   if (running > 0) params.push(...args.running!);
   params.push(limit);
-  return (await execSql<DeliveryRow>(db, text, params)).rows;
+  if (pg) return (await execSql<DeliveryRow>(db, text, params)).rows;
+  const { rows: ids } = await execSql<{ id: string }>(db, text, params);
+  const out: DeliveryRow[] = [];
+  for (const { id } of ids) {
+    const { rows } = await execSql<DeliveryRow>(db, LEASE_BY_ID_SQLITE, [args.owner, args.now + args.leaseMs, args.now, id]);
+    out.push(...rows);
+  }
+  return out;
 }
+
+/** Leases one delivery by its id (SQLite; see claimHost). */
+const LEASE_BY_ID_SQLITE = `update deliveries
+    set lease_owner = ?, lease_expires_at = ?, attempt_count = attempt_count + 1, lease_token = lease_token + 1, updated_at = ?
+    where id = ? returning *`;
 
 /** The claim over many hosts at once: candidates per host, ranked by due time, the global limit applied. */
 async function claimRanked(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {

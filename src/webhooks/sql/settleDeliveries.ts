@@ -1,6 +1,7 @@
 import type { ExpressionBuilder } from 'kysely';
 import type { Db, DbOrTx } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
+import { isPostgres } from '../../db/dialect.js';
 import { execSql } from '../../db/sqlText.js';
 
 /** A dispatcher's hold on a claimed delivery: its id and the fencing token of that claim. */
@@ -41,14 +42,30 @@ export interface SettleArgs extends DeliveryLease {
   error: string | null;
 }
 
-/** Marks several leased deliveries delivered in one statement; returns the ids whose lease still held (the others were lost to newer claims). */
+/**
+ * Marks several leased deliveries delivered; returns the ids whose lease still held (the others were
+ * lost to newer claims). PostgreSQL: one statement (one round trip). SQLite: one update per lease,
+ * by its id — SQLite runs the `OR`-of-leases form with `RETURNING` through ephemeral tables, 94 us
+ * for two rows against 9 us for two updates by id.
+ */
 export async function markDeliveredMany(db: DbOrTx, leases: readonly DeliveryLease[], a: { now: number; statusCode: number | null }): Promise<Set<string>> {
   if (leases.length === 0) return new Set();
+  if (!isPostgres(db)) {
+    const held = new Set<string>();
+    for (const lease of leases) {
+      const { numAffectedRows } = await execSql(db, MARK_ONE_DELIVERED, [a.statusCode, a.now, a.now, lease.id, lease.owner, lease.token]);
+      if (numAffectedRows !== undefined && numAffectedRows > 0n) held.add(lease.id);
+    }
+    return held;
+  }
   const params: unknown[] = [a.statusCode, a.now, a.now];
   for (const lease of leases) params.push(lease.id, lease.owner, lease.token);
   const { rows } = await execSql<{ id: string }>(db, markDeliveredText(leases.length), params);
   return new Set(rows.map((r) => r.id));
 }
+
+const MARK_ONE_DELIVERED = `update deliveries set status = 'delivered', lease_owner = null, lease_expires_at = null, last_status_code = ?, last_error = null, completed_at = ?, updated_at = ?
+      where id = ? and lease_owner = ? and lease_token = ?`;
 
 const deliveredTexts: string[] = [];
 
