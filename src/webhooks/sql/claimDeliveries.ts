@@ -232,7 +232,16 @@ async function claimRanked(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> 
         order by ${order}
         limit ${args.perHostCap} ${lock})
       where bh.busy < ${args.perHostCap}`;
-  const { rows } = await sql<DeliveryRow>`
+  const pg = isPostgres(db);
+  // SQLite: the ranked ids are read, then leased by id (see claimHost); PostgreSQL: one statement.
+  const claim = pg
+    ? sql`update deliveries
+    set lease_owner = ${args.owner}, lease_expires_at = ${leaseDeadline(db, args.now, args.leaseMs)}, attempt_count = attempt_count + 1,
+      lease_token = lease_token + 1, updated_at = ${args.now}
+    where id in (select id from ranked where rn + busy <= ${args.perHostCap} order by next_attempt_at, created_at limit ${args.limit})
+    returning *`
+    : sql`select id from ranked where rn + busy <= ${args.perHostCap} order by next_attempt_at, created_at limit ${args.limit}`;
+  const { rows: picked } = await sql<DeliveryRow>`
     with recursive hosts(h) as (
       select (select host from deliveries where status = 'pending' order by host limit 1)
       union all
@@ -251,10 +260,11 @@ async function claimRanked(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> 
         row_number() over (partition by k.host order by k.next_attempt_at, k.created_at) as rn
       from candidates k
     )
-    update deliveries
-    set lease_owner = ${args.owner}, lease_expires_at = ${leaseDeadline(db, args.now, args.leaseMs)}, attempt_count = attempt_count + 1,
-      lease_token = lease_token + 1, updated_at = ${args.now}
-    where id in (select id from ranked where rn + busy <= ${args.perHostCap} order by next_attempt_at, created_at limit ${args.limit})
-    returning *`.execute(db);
+    ${claim}`.execute(db);
+  let rows = picked;
+  if (!pg) {
+    rows = [];
+    for (const { id } of picked) rows.push(...(await execSql<DeliveryRow>(db, LEASE_BY_ID_SQLITE, [args.owner, args.now + args.leaseMs, args.now, id])).rows);
+  }
   return rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.created_at - b.created_at);
 }
