@@ -9,6 +9,7 @@ import type { EmbeddedBackend } from '../chain/embedded/backend.js';
 import { ChainThreadHost } from '../chain/embedded/thread/host.js';
 import type { PendingTx, StepName } from '../chain/steps/types.js';
 import { openDatabase } from '../db/database.js';
+import { holdWriteLock } from '../db/writeLock.js';
 import { createChainStepRunner } from '../launches/chainStepRunner.js';
 import { systemClock } from '../lib/clock.js';
 import { redactPaths } from '../lib/logger.js';
@@ -25,7 +26,7 @@ async function start(): Promise<void> {
   const database = openDatabase(data.databasePath, { backgroundCheckpoint: false, autoCheckpoint: false });
   const secretKey = Buffer.from(data.config.secretKey);
   const config = { ...data.config, secretKey };
-  const chain = (await createChainBackend(config, { db: database.db, clock: systemClock, logger, writeGate: host.gate })) as EmbeddedBackend;
+  const chain = (await createChainBackend(config, { db: database.db, clock: systemClock, logger, writeGate: (write) => holdWriteLock(data.writeLock, write) })) as EmbeddedBackend;
   const runStep = createChainStepRunner({ chain, secretKey, executors: stepExecutorsFor() });
   host.serve(chain, {
     info: { payerSecretKey: chain.payer.secretKey, loadedPrograms: chain.loadedPrograms, genesisHash: chain.genesisHash, timelineOrigin: chain.timelineOrigin, floorHeight: chain.now().blockHeight },

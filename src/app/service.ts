@@ -116,9 +116,10 @@ export async function createService(
     }
     // The embedded chain on a thread of its own (CHAIN_THREAD=on), on a second connection to this
     // SQLite file. A service built with another clock (tests) keeps it here: the thread reads the system clock.
+    const shareWriteLock = database.shareWriteLock;
     const chainThread =
-      config.chain.mode === 'embedded' && config.chain.thread && chainDb === db && !config.postgres && config.databasePath !== ':memory:' && clock === systemClock
-        ? await startChainThread(config, { clock, logger, pauseDatabase: (during) => db.connection().execute(() => during()) })
+      config.chain.mode === 'embedded' && config.chain.thread && chainDb === db && shareWriteLock && config.databasePath !== ':memory:' && clock === systemClock
+        ? await startChainThread(config, { clock, logger, writeLock: shareWriteLock() })
         : undefined;
     const chain = chainThread?.backend ?? (await createChainBackend(config, { db: chainDb, clock, logger }));
     closers.push(() => chain.close());

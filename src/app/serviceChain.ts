@@ -64,29 +64,32 @@ export interface ChainThreadData {
   /** The service's SQLite file: the chain thread keeps the chain's state in it, on a connection of its own. */
   databasePath: string;
   logLevel: string;
+  /** The write lock its connection shares with the main thread's (db/writeLock.ts). */
+  writeLock: SharedArrayBuffer;
 }
 
 /**
  * Starts the embedded chain on a worker thread of its own (CHAIN_THREAD=on): LiteSVM, the launch
  * steps' building, signing and execution, and the commits of the chain's state (a second connection
- * to the service's SQLite file, each commit while the main thread holds its own connection idle) all
- * run there; the main thread keeps the API, health, the runner's bookkeeping and the dispatcher.
+ * to the service's SQLite file, each commit under the write lock the two connections share in
+ * memory, `writeLock` from OpenedDatabase.shareWriteLock) all run there; the main thread keeps the API, health, the runner's bookkeeping and the dispatcher.
  * Under tsx (sources, tests, the bench) the thread loads the TypeScript entry through tsx's loader;
  * from the bundle, `dist/app/chainThread.mjs`.
  */
 export async function startChainThread(
   config: Config,
-  deps: { clock: Clock; logger: Logger; pauseDatabase: (during: () => Promise<void>) => Promise<void> },
+  deps: { clock: Clock; logger: Logger; writeLock: { buffer: SharedArrayBuffer; reset(): void } },
 ): Promise<ChainThread> {
   const data: ChainThreadData = {
     config: { chain: config.chain, secretKey: config.secretKey, dataDir: config.dataDir },
     databasePath: config.databasePath,
     logLevel: config.logLevel,
+    writeLock: deps.writeLock.buffer,
   };
   const fromSources = import.meta.url.endsWith('.ts');
   const entry = new URL(fromSources ? './chainThread.ts' : './chainThread.mjs', import.meta.url);
   const spawn = () => (fromSources ? new Worker(tsxBootstrap(entry), { eval: true, workerData: data }) : new Worker(entry, { workerData: data }));
-  return connectChainThread(spawn, { clock: deps.clock, logger: deps.logger, pauseDatabase: deps.pauseDatabase });
+  return connectChainThread(spawn, { clock: deps.clock, logger: deps.logger, writeLock: deps.writeLock });
 }
 
 /** A worker script that registers tsx's loader, then imports the TypeScript entry. */

@@ -4,6 +4,7 @@ import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { startBackgroundCheckpointer, WAL_RESTART_FRAMES, type BackgroundCheckpointer } from './checkpointer.js';
 import { DirectSqliteDialect, type StatementSource } from './directSqlite.js';
+import { createWriteLockBuffer, mainWriteLock } from './writeLock.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
 
@@ -25,6 +26,12 @@ export interface OpenedDatabase {
    * checkpoint, and this is the way to have one durable now without holding the loop in SQLite.
    */
   syncWal(): Promise<void>;
+  /**
+   * Shares the write lock with a second connection on another thread (the chain thread, see
+   * writeLock.ts): every later use of this connection holds it. Returns the shared memory to hand
+   * that thread, and `reset` to free a lock the thread held or wanted when it ended.
+   */
+  shareWriteLock(): { buffer: SharedArrayBuffer; reset(): void };
   close(): Promise<void>;
 }
 
@@ -32,7 +39,7 @@ export interface OpenedDatabase {
 export function openConfiguredDatabase(
   config: { databasePath: string; postgres: { url: string; poolSize: number } | undefined },
   options: { logger?: DatabaseLogger } = {},
-): { db: Db; syncWal?: () => Promise<void>; close(): Promise<void> } {
+): { db: Db; syncWal?: () => Promise<void>; shareWriteLock?: OpenedDatabase['shareWriteLock']; close(): Promise<void> } {
   return config.postgres ? openPostgres(config.postgres.url, { poolSize: config.postgres.poolSize }) : openDatabase(config.databasePath, { logger: options.logger });
 }
 
@@ -101,7 +108,9 @@ export function openDatabase(path: string, options: { backgroundCheckpoint?: boo
   }
   const statements = withStatementCache(sqlite, () => void checkpointer?.stop());
   // The statement cache is also reachable from a transaction, for statements run on it directly (directSqlite.ts).
-  const db = new Kysely<Database>({ dialect: new DirectSqliteDialect({ database: statements }, statements) });
+  const dialect = new DirectSqliteDialect({ database: statements }, statements);
+  const db = new Kysely<Database>({ dialect });
+  let shared: { buffer: SharedArrayBuffer; reset(): void } | undefined;
   let closed = false;
   // One descriptor of the WAL, opened at the first sync: fdatasync through any descriptor of a file
   // flushes the file. The WAL lives as long as this connection (a restart rewrites it in place).
@@ -109,6 +118,15 @@ export function openDatabase(path: string, options: { backgroundCheckpoint?: boo
   return {
     db,
     sqlite,
+    shareWriteLock() {
+      if (!shared) {
+        const buffer = createWriteLockBuffer();
+        const lock = mainWriteLock(buffer);
+        dialect.useWriteLock(lock);
+        shared = { buffer, reset: () => lock.reset() };
+      }
+      return shared;
+    },
     async syncWal() {
       if (path === ':memory:' || closed) return;
       wal ??= open(`${path}-wal`, 'r');

@@ -1,5 +1,6 @@
 import type SqliteDatabase from 'better-sqlite3';
-import { SqliteAdapter, SqliteDialect, type DialectAdapter, type QueryResult, type SqliteDialectConfig } from 'kysely';
+import { SqliteAdapter, SqliteDialect, SqliteDriver, type DatabaseConnection, type DialectAdapter, type Driver, type QueryResult, type SqliteDialectConfig } from 'kysely';
+import type { MainWriteLock } from './writeLock.js';
 import type { Kysely } from 'kysely';
 
 /** Prepared statements by SQL text (the service's statement cache, see database.ts). */
@@ -16,17 +17,63 @@ class DirectSqliteAdapter extends SqliteAdapter {
   }
 }
 
-/** kysely's SQLite dialect whose adapter (shared by the database and its transactions) knows the statements. */
+/**
+ * kysely's SQLite dialect whose adapter (shared by the database and its transactions) knows the
+ * statements, and whose driver takes the shared write lock (writeLock.ts) with the connection once
+ * one is installed (`useWriteLock`: the chain thread shares the file).
+ */
 export class DirectSqliteDialect extends SqliteDialect {
   readonly #statements: StatementSource;
+  readonly #config: SqliteDialectConfig;
+  #writeLock: MainWriteLock | undefined;
 
   constructor(config: SqliteDialectConfig, statements: StatementSource) {
     super(config);
+    this.#config = config;
     this.#statements = statements;
   }
 
   override createAdapter(): DialectAdapter {
     return new DirectSqliteAdapter(this.#statements);
+  }
+
+  override createDriver(): Driver {
+    return new LockingSqliteDriver(this.#config, () => this.#writeLock);
+  }
+
+  /** From now on, every use of the connection holds `lock` too. */
+  useWriteLock(lock: MainWriteLock | undefined): void {
+    this.#writeLock = lock;
+  }
+}
+
+/** kysely's SQLite driver, taking the shared write lock (when there is one) after the connection and releasing it before. */
+class LockingSqliteDriver extends SqliteDriver {
+  #held: MainWriteLock | undefined;
+
+  constructor(
+    config: SqliteDialectConfig,
+    private readonly lock: () => MainWriteLock | undefined,
+  ) {
+    super(config);
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await super.acquireConnection();
+    const lock = this.lock();
+    if (lock) {
+      const waiting = lock.acquire();
+      if (waiting) await waiting;
+    }
+    this.#held = lock;
+    return connection;
+  }
+
+  override async releaseConnection(): Promise<void> {
+    const held = this.#held;
+    this.#held = undefined;
+    held?.release();
+    await super.releaseConnection();
   }
 }
 

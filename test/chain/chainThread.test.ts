@@ -88,7 +88,7 @@ describe.skipIf(onPostgres)('the embedded chain on its own thread (CHAIN_THREAD=
     const database = openDatabase(config.databasePath);
     cleanups.push(() => database.close());
     await migrateToLatest(database.db);
-    const thread = await startChainThread(config, { clock: systemClock, logger: silentLogger(), pauseDatabase: (during) => database.db.connection().execute(() => during()) });
+    const thread = await startChainThread(config, { clock: systemClock, logger: silentLogger(), writeLock: database.shareWriteLock() });
     cleanups.push(() => thread.backend.close());
 
     const parsed = parseLaunchRequest(launchBody(), { requireHttps: false });

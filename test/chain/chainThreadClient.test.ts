@@ -49,7 +49,7 @@ describe('the chain thread client', () => {
       ports.push(port);
       return port;
     };
-    const connecting = connectChainThread(spawn, { clock: systemClock, logger: silentLogger(), pauseDatabase: (during) => during() });
+    const connecting = connectChainThread(spawn, { clock: systemClock, logger: silentLogger() });
     ports[0]!.send({ t: 'ready', info });
     const thread = await connecting;
     expect(thread.current()).toBe(ports[0]);

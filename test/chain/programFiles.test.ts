@@ -59,7 +59,7 @@ describe('CHAIN_PROGRAMS_DIR files', () => {
     const database = openDatabase(config.databasePath);
     try {
       await migrateToLatest(database.db);
-      const error = await startChainThread(config, { clock: systemClock, logger: silentLogger(), pauseDatabase: (during) => database.db.connection().execute(() => during()) }).catch((e: unknown) => e);
+      const error = await startChainThread(config, { clock: systemClock, logger: silentLogger(), writeLock: database.shareWriteLock() }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ProgramFileError);
       expect((error as ProgramFileError).path).toBe(path);
       expect((error as ProgramFileError).message).toContain('(it is not an ELF file)');

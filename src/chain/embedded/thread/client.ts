@@ -50,13 +50,13 @@ const RESTART_MAX_MS = 30_000;
  * the chain is up. A thread that stops later (an uncaught error, its exit) fails what it had in
  * flight with `TransientError('chain_unavailable')` — the runner retries those steps — and is
  * started again from the database, with a backoff while it keeps failing; meanwhile every call
- * fails the same way at once. `pauseDatabase` holds the main thread's connection idle while the
- * chain thread commits to the same file (its `lock`), so the event loop never sleeps in SQLite's
- * busy handler on its write lock.
+ * fails the same way at once. The two connections to the service's file take turns through a
+ * write lock in shared memory (db/writeLock.ts); `writeLock.reset` frees it when a thread ends
+ * holding or wanting it.
  */
 export function connectChainThread(
   spawn: () => ClientPort,
-  deps: { clock: Clock; logger: Logger; pauseDatabase: (during: () => Promise<void>) => Promise<void>; startTimeoutMs?: number },
+  deps: { clock: Clock; logger: Logger; writeLock?: { reset(): void }; startTimeoutMs?: number },
 ): Promise<ChainThread> {
   const logger = deps.logger.child({ component: 'chain', backend: 'embedded' });
   const startTimeoutMs = deps.startTimeoutMs ?? 60_000;
@@ -69,12 +69,10 @@ export function connectChainThread(
   let failures = 0;
   let restartTimer: NodeJS.Timeout | undefined;
 
-  /** One thread: what it has in flight and the holds of the main connection it asked for. */
+  /** One thread: what it has in flight. */
   interface Link {
     port: ClientPort;
     calls: Map<number, { resolve(value: unknown): void; reject(error: Error): void; step?: ThreadStepInput; recordError?: unknown }>;
-    /** Holds of the main thread's connection the chain thread asked for, by id: each resolves its hold. */
-    locks: Map<number, () => void>;
     stopped: boolean;
     /** Set by close(): the thread answered `closed`, or ended. */
     closeAnswered?: () => void;
@@ -101,7 +99,7 @@ export function connectChainThread(
       failedOnce(error);
     };
     const port = spawn();
-    const link: Link = { port, calls: new Map(), locks: new Map(), stopped: false };
+    const link: Link = { port, calls: new Map(), stopped: false };
     let up = false;
     const post = (message: ToChain) => port.postMessage(message);
     const startTimer = setTimeout(() => {
@@ -115,8 +113,8 @@ export function connectChainThread(
       const reason = unavailable(error.message, error);
       for (const pending of link.calls.values()) pending.reject(reason);
       link.calls.clear();
-      for (const release of link.locks.values()) release();
-      link.locks.clear();
+      // It may have ended holding the write lock, or waiting for it.
+      deps.writeLock?.reset();
       if (live === link) live = undefined;
       if (!up) return failed(error);
       if (closing) return link.closeAnswered?.();
@@ -161,26 +159,6 @@ export function connectChainThread(
           );
           return;
         }
-        case 'lock': {
-          let release!: () => void;
-          const released = new Promise<void>((resolve) => (release = resolve));
-          link.locks.set(message.id, release);
-          deps
-            .pauseDatabase(async () => {
-              post({ t: 'locked', id: message.id });
-              await released;
-            })
-            .catch((error: unknown) => {
-              // The database is closing: the chain thread's commit goes on (or fails) by itself.
-              logger.warn({ err: error }, 'could not hold the database for the chain thread');
-              post({ t: 'locked', id: message.id });
-            });
-          return;
-        }
-        case 'unlock':
-          link.locks.get(message.id)?.();
-          link.locks.delete(message.id);
-          return;
         case 'activity':
           transactionCount = message.count;
           for (const listener of listeners) {

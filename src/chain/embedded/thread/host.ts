@@ -16,8 +16,8 @@ export type ThreadStepRunner = (input: WireStepInput, recordPending: (label: str
 
 /**
  * The chain thread's side (see `client.ts` for the main thread's): answers backend calls and runs
- * launch steps on the embedded chain it owns. Built before the chain, so that the chain's commits
- * go through {@link ChainThreadHost.gate} from its first one.
+ * launch steps on the embedded chain it owns. (The chain's commits take the write lock the main
+ * thread's connection shares with this thread's, db/writeLock.ts, without a message.)
  */
 export class ChainThreadHost {
   private nextId = 0;
@@ -29,24 +29,6 @@ export class ChainThreadHost {
   constructor(private readonly port: HostPort) {
     port.on('message', (message) => this.receive(message));
   }
-
-  /**
-   * Runs one commit of the chain's state while the main thread holds its connection to the same
-   * file idle: the main thread's queries wait (asynchronously) instead of meeting this connection's
-   * write lock in SQLite's busy handler, which sleeps on the thread that waits — the event loop.
-   */
-  readonly gate = async <T>(write: () => Promise<T>): Promise<T> => {
-    const id = (this.nextId += 1);
-    await new Promise<void>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      this.port.postMessage({ t: 'lock', id });
-    });
-    try {
-      return await write();
-    } finally {
-      this.port.postMessage({ t: 'unlock', id });
-    }
-  };
 
   /** Forwards a log line (pino's JSON) to the main thread's logger. */
   log(line: string): void {
@@ -68,7 +50,6 @@ export class ChainThreadHost {
 
   private receive(message: ToChain): void {
     switch (message.t) {
-      case 'locked':
       case 'recorded': {
         const waiter = this.waiting.get(message.id);
         this.waiting.delete(message.id);

@@ -16,8 +16,6 @@ export type ToChain =
   | { t: 'step'; id: number; input: WireStepInput }
   /** The answer to the chain thread's `record` (a signed transaction is durable, or why not). */
   | { t: 'recorded'; id: number; error?: WireError }
-  /** The main thread's connection is idle: the chain thread may commit now (the answer to `lock`). */
-  | { t: 'locked'; id: number }
   | { t: 'close' };
 
 /** What the chain thread sends. */
@@ -28,9 +26,6 @@ export type FromChain =
   | { t: 'error'; id: number; error: WireError }
   /** A step's executor asks the main thread to persist a signed transaction before it is sent. */
   | { t: 'record'; id: number; step: number; label: string; tx: unknown }
-  /** Asks the main thread to hold its database connection idle for one commit; `unlock` ends the hold. */
-  | { t: 'lock'; id: number }
-  | { t: 'unlock'; id: number }
   /** The accounts of a committed transaction (ChainHistory.onActivity) and the chain's transaction count. */
   | { t: 'activity'; addresses: string[]; count: number }
   /** A log line of the chain thread's pino logger (JSON). */
