@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import { keypairFromSeed, serializeSigned, signBytes, signTransaction } from '../../src/chain/ed25519.js';
 
@@ -33,6 +33,26 @@ describe('native ed25519', () => {
     signTransaction(native, [other, payer, other]);
     expect(serializeSigned(native).toString('base64')).toBe(reference.serialize().toString('base64'));
     expect(native.verifySignatures()).toBe(true);
+  });
+
+  it('serializes the message it signed without compiling it again, only while the transaction is unchanged', () => {
+    const payer = Keypair.generate();
+    const other = Keypair.generate();
+    const tx = transfer(payer, other);
+    signTransaction(tx, [payer, other]);
+    const compile = vi.spyOn(tx, 'serializeMessage');
+    const signed = serializeSigned(tx);
+    expect(compile).not.toHaveBeenCalled();
+    compile.mockRestore();
+    // The same bytes web3.js produces (and verifies) for the signed transaction.
+    expect(signed.toString('base64')).toBe(tx.serialize().toString('base64'));
+    expect(Transaction.from(signed).verifySignatures()).toBe(true);
+    // Changed after signing: not the bytes of what was signed, but the message it describes now.
+    tx.add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: other.publicKey, lamports: 2 }));
+    const changed = serializeSigned(tx);
+    expect(changed.equals(signed)).toBe(false);
+    expect(changed.subarray(changed.length - tx.serializeMessage().length).equals(tx.serializeMessage())).toBe(true);
+    expect(Transaction.from(changed).instructions).toHaveLength(3);
   });
 
   it('signs arbitrary bytes verifiably with a keypair imported once', () => {
