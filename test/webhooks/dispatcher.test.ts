@@ -1,3 +1,4 @@
+import SqliteDatabase from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { manualClock } from '../../src/lib/clock.js';
@@ -44,6 +45,77 @@ describe('dispatcher loop', () => {
     await waitFor(() => receiver.requests.length === 1, 1_000);
     expect(performance.now() - t0).toBeLessThan(1_000);
     await engine.stop();
+  });
+
+  describe('turns that only settle (SQLite: this process adds every delivery it could claim)', () => {
+    /** Counts the claim's host walks run while `body` runs (every statement goes through better-sqlite3's Statement). */
+    async function countingHostWalks(body: () => Promise<void>): Promise<number> {
+      const probe = new SqliteDatabase(':memory:');
+      const proto = Object.getPrototypeOf(probe.prepare('select 1')) as Record<'all' | 'run' | 'get', (...args: unknown[]) => unknown>;
+      probe.close();
+      const originals = { all: proto.all, run: proto.run, get: proto.get };
+      let walks = 0;
+      for (const method of ['all', 'run', 'get'] as const) {
+        const original = originals[method];
+        proto[method] = function (this: { source: string }, ...args: unknown[]) {
+          if (this.source.includes('with recursive hosts')) walks += 1;
+          return original.apply(this, args);
+        };
+      }
+      try {
+        await body();
+      } finally {
+        Object.assign(proto, originals);
+      }
+      return walks;
+    }
+
+    it.skipIf(onPostgres)('skip the claim when nothing was committed since the last one took everything', async () => {
+      const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { pollIntervalMs: 60_000 } }), secretBox: box });
+      const launchId = await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box });
+      engine.start();
+      await engine.dispatcher.runOnce();
+      const walks = await countingHostWalks(async () => {
+        for (let i = 0; i < 3; i++) {
+          await commitEvents(tdb.db, clock, launchId, 1);
+          engine.signal.notify();
+          await waitFor(() => receiver.requests.length === i + 1);
+          await waitFor(() => engine.dispatcher.inFlight() === 0);
+          await new Promise((r) => setTimeout(r, 20)); // the settle turn has run
+        }
+      });
+      const rows = await tdb.db.selectFrom('deliveries').select(['status']).execute();
+      await engine.stop();
+      expect(rows).toEqual([{ status: 'delivered' }, { status: 'delivered' }, { status: 'delivered' }]);
+      // One claim per notify(); the three settle turns claimed nothing, so they did not look.
+      expect(walks).toBe(3);
+    });
+
+    it('still claim while a host is at its cap: a backlog to one host drains without waiting for the poll', async () => {
+      const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { pollIntervalMs: 60_000, maxInFlightPerHost: 2 } }), secretBox: box });
+      receiver.respond = () => ({ status: 200, delayMs: 20 });
+      const launchId = await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box });
+      engine.start();
+      await engine.dispatcher.runOnce();
+      await commitEvents(tdb.db, clock, launchId, 8);
+      engine.signal.notify();
+      await waitFor(() => receiver.requests.length === 8, 3_000);
+      await engine.stop();
+    });
+
+    it('claim a retry that is due at once right after the turn that settled its failure, without waiting for the poll', async () => {
+      const engine = createWebhookEngine({ db: tdb.db, clock, logger: silentLogger(), config: engineConfig({ webhooks: { pollIntervalMs: 60_000, retrySchedule: [0, 0, 0] } }), secretBox: box });
+      receiver.respond = () => (receiver.requests.length === 1 ? { status: 500 } : { status: 200 });
+      const launchId = await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 's', box });
+      engine.start();
+      await engine.dispatcher.runOnce();
+      await commitEvents(tdb.db, clock, launchId, 1);
+      engine.signal.notify();
+      await waitFor(() => receiver.requests.length === 2, 3_000);
+      await waitFor(() => engine.dispatcher.inFlight() === 0);
+      await engine.stop();
+      expect(receiver.requests.map((r) => r.headers['x-service-attempt'])).toEqual(['1', '2']);
+    });
   });
 
   it('stop() waits for in-flight attempts to settle', async () => {
