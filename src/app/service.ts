@@ -228,7 +228,7 @@ export async function createService(
         health: healthAnswer,
         engine: webhooks.engine,
         testSecret: config.webhooks.testSecret,
-        launchSignal: { notify: () => (webhooks.signal.notify(), wakeLaunches()) },
+        launchSignal: { notify: (handoff) => (webhooks.signal.notify(handoff), wakeLaunches()) },
         checkCapabilities: (request) => checkCapabilities(chain, request),
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
         wakeRunner: wakeLaunches,

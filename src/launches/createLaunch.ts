@@ -2,7 +2,7 @@ import type { Db, Tx } from '../db/database.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Clock } from '../lib/clock.js';
 import { newSortableId } from '../lib/ids.js';
-import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
+import { newHandoff, recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 import type { LaunchRequest } from './request.js';
 import { storedRequest } from './request.js';
 import { stepsFor } from './steps.js';
@@ -26,6 +26,7 @@ export async function createLaunch(
   const id = newSortableId('lch');
   const now = deps.clock.now();
   const steps = stepsFor(args.request);
+  let handoff = newHandoff();
   await deps.db.transaction().execute(async (trx) => {
     await insertLaunch(trx, {
       id,
@@ -37,14 +38,20 @@ export async function createLaunch(
       steps,
       now,
     });
-    await recordEvent(trx, deps.clock, {
-      launchId: id,
-      event: 'launch.queued',
-      requestId: args.requestId,
-      data: { status: 'queued', name: args.request.name, ticker: args.request.ticker, totalSupply: args.request.totalSupply.toString(), steps },
-    });
+    handoff = newHandoff();
+    await recordEvent(
+      trx,
+      deps.clock,
+      {
+        launchId: id,
+        event: 'launch.queued',
+        requestId: args.requestId,
+        data: { status: 'queued', name: args.request.name, ticker: args.request.ticker, totalSupply: args.request.totalSupply.toString(), steps },
+      },
+      handoff,
+    );
     await args.inTransaction?.(trx, id);
   });
-  deps.signal.notify();
+  deps.signal.notify(handoff);
   return id;
 }

@@ -4,7 +4,7 @@ import type { Db, DbOrTx, Tx } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { parseJson } from '../lib/json.js';
-import { insertEvents, type EventToRecord, type OutboxSignal } from '../webhooks/outbox.js';
+import { insertEvents, newHandoff, type DeliveryHandoff, type EventToRecord, type OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
 import { completionData, stepEvents } from './events.js';
 import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchForEvents, type LaunchLease, type PendingDurability } from './runStore.js';
@@ -77,12 +77,14 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
 
   let attempt: number | undefined;
   if (launch.status === 'queued') {
+    let handoff = newHandoff();
     await db.transaction().execute(async (trx) => {
+      handoff = newHandoff();
       const target = await updateLeasedLaunchForEvents(trx, lease, { status: 'processing', started_at: launch.started_at ?? clock.now(), updated_at: clock.now() }, 1);
-      await insertEvents(trx, clock, target, [{ event: 'launch.processing', requestId, data: { status: 'processing' } }]);
+      await insertEvents(trx, clock, target, [{ event: 'launch.processing', requestId, data: { status: 'processing' } }], handoff);
       attempt = await startNext(trx, 0);
     });
-    args.signal.notify();
+    args.signal.notify(handoff);
   }
 
   for (const [position, { step, index }] of todo.entries()) {
@@ -123,20 +125,22 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     const last = position === todo.length - 1;
     const events: EventToRecord[] = stepEvents(step.name, index, steps.length, output).map((e) => ({ ...e, requestId }));
     let completed = false;
+    let handoff = newHandoff();
     await db.transaction().execute(async (trx) => {
+      handoff = newHandoff();
       const now = clock.now();
       stepsDoneAt = now;
       await completeStep(trx, lease, { step: step.name, result: output.result, transactions: output.transactions, now });
       if (last && args.confirmedIsFinal) {
-        await completeLaunch(trx, args, results, allTransactions(), now, events);
+        await completeLaunch(trx, args, results, allTransactions(), now, events, handoff);
         completed = true;
         return;
       }
       const target = await updateLeasedLaunchForEvents(trx, lease, { results: JSON.stringify(results), updated_at: now }, events.length);
-      await insertEvents(trx, clock, target, events);
+      await insertEvents(trx, clock, target, events, handoff);
       attempt = await startNext(trx, position + 1);
     });
-    args.signal.notify();
+    args.signal.notify(handoff);
     if (completed) return { kind: 'complete', mint: mintOf(results) };
   }
 
@@ -152,17 +156,19 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     await failLaunch(args, { step: 'finalize', code, message, results });
     return { kind: 'failed', step: 'finalize', code };
   }
+  let handoff = newHandoff();
   await db.transaction().execute(async (trx) => {
-    await completeLaunch(trx, args, results, allTransactions(), clock.now(), []);
+    handoff = newHandoff();
+    await completeLaunch(trx, args, results, allTransactions(), clock.now(), [], handoff);
   });
-  args.signal.notify();
+  args.signal.notify(handoff);
   return { kind: 'complete', mint: mintOf(results) };
 }
 
 const mintOf = (results: Record<string, unknown>): string | null => (typeof results.mint === 'string' ? results.mint : null);
 
 /** Completes the launch under its lease with `launch.complete` after `before` (the last step's events, when they commit together). */
-async function completeLaunch(trx: Tx, args: RunArgs, results: Record<string, unknown>, transactions: StepOutcome['transactions'], now: number, before: EventToRecord[]): Promise<void> {
+async function completeLaunch(trx: Tx, args: RunArgs, results: Record<string, unknown>, transactions: StepOutcome['transactions'], now: number, before: EventToRecord[], handoff: DeliveryHandoff): Promise<void> {
   const { launch, lease } = args;
   const events = [...before, { event: 'launch.complete', requestId: launch.request_id, data: completionData(results, transactions) }];
   const target = await updateLeasedLaunchForEvents(
@@ -171,6 +177,6 @@ async function completeLaunch(trx: Tx, args: RunArgs, results: Record<string, un
     { status: 'complete', results: JSON.stringify(results), completed_at: now, updated_at: now, lease_owner: null, lease_expires_at: null },
     events.length,
   );
-  await insertEvents(trx, args.clock, target, events);
+  await insertEvents(trx, args.clock, target, events, handoff);
   await args.onComplete?.(trx, launch.id, results, now);
 }

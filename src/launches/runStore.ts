@@ -251,18 +251,18 @@ export async function updateLeasedLaunchForEvents(db: DbOrTx, lease: LaunchLease
   for (const field of fields) params[field] = set[field];
   const row = await launchEventsStatement.first(db, params, fields.join(','));
   if (!row) throw new LeaseLostError(lease.launchId);
-  return { launchId: lease.launchId, webhookUrl: row.webhook_url, owner: row.owner, firstSequence: row.next_sequence - events };
+  return { launchId: lease.launchId, webhookUrl: row.webhook_url, owner: row.owner, firstSequence: row.next_sequence - events, webhookSecretSealed: row.webhook_secret_enc };
 }
 
 /** The launch update of {@link updateLeasedLaunchForEvents}; its shape is the (sorted) fields it sets. */
-const launchEventsStatement = compiledQuery<Record<string, unknown>, { next_sequence: number; webhook_url: string; owner: string }>((db: Db, p, shape) => {
+const launchEventsStatement = compiledQuery<Record<string, unknown>, { next_sequence: number; webhook_url: string; owner: string; webhook_secret_enc: string }>((db: Db, p, shape) => {
   const fields = String(shape).split(',').filter((f) => f !== '');
   const lease = { launchId: p.launchId as string, owner: p.owner as string, token: p.token as number };
   return db
     .updateTable('launches')
     .set((eb) => ({ ...Object.fromEntries(fields.map((f) => [f, p[f]])), next_sequence: eb('next_sequence', '+', p.events as number) }))
     .where(holds(lease))
-    .returning(['next_sequence', 'webhook_url', 'owner']);
+    .returning(['next_sequence', 'webhook_url', 'owner', 'webhook_secret_enc']);
 });
 
 /** Updates the launch row only while this runner holds its lease. */

@@ -10,13 +10,14 @@ import type { Logger } from '../lib/logger.js';
 import type { BreakerRegistry } from './breakerRegistry.js';
 import { hostOfEndpoint } from './endpointKey.js';
 import type { AttemptOutcome, WebhookHttpClient } from './httpClient.js';
-import type { OutboxSignal } from './outbox.js';
+import type { DeliveryHandoff, OutboxSignal } from './outbox.js';
 import { maxAttempts } from './schedule.js';
 import type { SettleInput, SettleResult } from './settle.js';
 import { settleAndClaim } from './settleAndClaim.js';
 import { buildDeliveryHeaders } from './signature.js';
 import type { ClaimArgs } from './sql/claimDeliveries.js';
-import type { ClaimedDelivery } from './sql/claimWork.js';
+import type { ClaimedDelivery, DeliveryOffer } from './sql/claimWork.js';
+import type { LeaseOfferedArgs } from './sql/leaseOffered.js';
 import type { DeliveryContext } from './sql/deliveryQueries.js';
 import { signingSecrets } from './endpoints/signing.js';
 import { releaseClaim, releaseClaims } from './sql/settleDeliveries.js';
@@ -76,6 +77,8 @@ const FLUSH_WAIT_MS = 2;
 const YOUNG_MS = 10;
 /** How often spent deliveries (last attempt never settled, lease expired) are looked for. */
 const SPENT_CHECK_MS = 1_000;
+/** Offers waiting for a turn, at most; beyond that the table is searched (an ordinary claim finds them too). */
+const MAX_OFFERED = 256;
 
 interface Item extends ClaimedDelivery {
   trial: boolean;
@@ -134,80 +137,107 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   /** Past the stop's grace: late attempts neither settle nor log (their leases expire). */
   let closed = false;
   /**
-   * Whether a claim may find work, for the turns that settle (the poll's own turns always claim):
-   * raised by `notify()` (a commit added deliveries), kept while the last claim was cut short (it
-   * filled its limit, a host was at its cap, a breaker was not closed, the loop was busy) or a settle
-   * left a delivery to retry, cleared by a claim that took everything there was. On SQLite this
-   * process is the only writer, so every delivery it could claim was announced by `notify()` or
-   * comes due later (a retry: the poll's next turn); a settle-only turn then skips the claim, which
-   * found nothing in most of them while events arrived one at a time (the host walk and the claim
-   * read, ~0.15 ms per turn). On PostgreSQL other instances add deliveries unannounced: every turn
-   * claims.
+   * Whether the ordinary claim (the search of the table) may find work: raised by `notify()` without
+   * a complete handoff (a commit added deliveries this dispatcher was not told about), kept while
+   * the last claim was cut short (it filled its limit, had no room or was throttled, a host was at
+   * its cap, a breaker was not closed) or while a settle or an offer left a delivery pending,
+   * cleared by a claim that took everything there was. On SQLite this process is the only writer,
+   * so every delivery it could claim was announced by `notify()` — most of them handed over, see
+   * `offered` — or comes due later (a retry), and the ordinary claim runs only when it may find
+   * something, and at least once a poll interval for retries coming due. Before, every turn
+   * searched: while events arrived one at a time (a launch's steps) most searches found nothing, and
+   * each cost the host walk and the candidate read (~0.15 ms). On PostgreSQL other instances add
+   * deliveries unannounced: every claiming turn searches, and offers are not taken.
    */
   let claimable = true;
-  /** Counts `notify()` calls: a claim clears `claimable` only when none came while it ran. */
+  /** Counts `notify()` calls that raised `claimable`: a claim clears it only when none came while it ran. */
   let notified = 0;
   const everyTurnClaims = isPostgres(db);
+  /**
+   * Deliveries committed by this process and handed over with their commit's `notify(handoff)`, with
+   * what their first attempt needs: the next turn leases them by id (sql/leaseOffered.ts) instead of
+   * searching the table and reading their event, launch and secrets. A turn whose ordinary claim
+   * runs drops them: it finds them in the table.
+   */
+  const offered: DeliveryOffer[] = [];
+  /** When the ordinary claim last ran (the lease clock). */
+  let lastSearchAt = -Infinity;
 
   const poll = createPollLoop({
     logger: log,
     what: 'claiming webhook deliveries',
     intervalMs: options.pollIntervalMs,
-    turn: async () => (void (await turn(true)), false),
+    turn: async () => (void (await turn(true, false)), false),
     // Let the completions and commits of this turn of the event loop arrive first, so one claim
     // serves all the slots they freed.
     afterSleep: yieldToLoop,
   });
 
-  function turn(claim: boolean): Promise<Item[]> {
-    const run = chain.then(() => turnNow(claim));
+  function turn(claim: boolean, force: boolean): Promise<Item[]> {
+    const run = chain.then(() => turnNow(claim, force));
     chain = run.catch(() => undefined);
     return run;
   }
 
-  /** Settles what finished and, when `claim`, fails spent deliveries and claims more — one transaction. */
-  async function turnNow(claim: boolean): Promise<Item[]> {
+  /**
+   * Settles what finished and, when `claim`, leases what was handed over or (`force`, or when it may
+   * find something, see `claimable`) fails spent deliveries and claims more — one transaction.
+   */
+  async function turnNow(claim: boolean, force: boolean): Promise<Item[]> {
     const batch = settles.splice(0, MAX_SETTLE_BATCH);
     if (settles.length > 0) scheduleFlush();
     const claims: ClaimArgs[] = [];
     const trials: string[] = [];
     let prepError: unknown;
-    const settleOnly = !claim;
     claim &&= !stopping;
     const notifiedBefore = notified;
     /** The ordinary claim's limit; 0 when it had no room or was throttled. */
     let generalLimit = 0;
     const now = clock.now();
-    if (claim) {
+    let search = claim && (force || claimable || everyTurnClaims || now - lastSearchAt >= options.pollIntervalMs);
+    const offers = offered.splice(0);
+    let adopt = claim && !search && offers.length > 0;
+    if (!claim && offers.length > 0) claimable = true; // left in the table for a later claim
+    if (search || adopt) {
       try {
         await breakers.load();
         await breakers.refresh();
       } catch (error) {
         prepError = error;
-        claim = false;
+        if (adopt) claimable = true;
+        search = adopt = false;
       }
     }
-    if (claim) {
+    let offerArgs: LeaseOfferedArgs | undefined;
+    if (search || adopt) {
       let room = options.maxInFlight + lookahead - (held.size - batch.length);
-      const base = { owner: id, now, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, maxAttempts: attempts, running: lapsing(now) };
-      for (const endpoint of breakers.trialEndpoints()) {
-        if (room <= 0 || !breakers.beginTrial(endpoint)) continue;
-        trials.push(endpoint);
-        room -= 1;
-        claims.push({ ...base, limit: 1, excludeEndpoints: [], onlyHost: hostOfEndpoint(endpoint), onlyEndpoint: endpoint });
+      const throttled = (n: number) => (deps.busy?.() ? Math.min(n, options.maxInFlightPerHost) : n);
+      if (adopt) {
+        const blocked = new Set(breakers.blockedEndpoints());
+        offerArgs = { owner: id, now, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, maxAttempts: attempts, limit: throttled(room), admits: (endpoint) => !blocked.has(endpoint), offers };
+      } else {
+        const base = { owner: id, now, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, maxAttempts: attempts, running: lapsing(now) };
+        for (const endpoint of breakers.trialEndpoints()) {
+          if (room <= 0 || !breakers.beginTrial(endpoint)) continue;
+          trials.push(endpoint);
+          room -= 1;
+          claims.push({ ...base, limit: 1, excludeEndpoints: [], onlyHost: hostOfEndpoint(endpoint), onlyEndpoint: endpoint });
+        }
+        const limit = throttled(room);
+        generalLimit = limit < room ? 0 : limit; // 0: no room, or throttled (cut short either way)
+        if (limit > 0) claims.push({ ...base, limit, excludeEndpoints: breakers.blockedEndpoints() });
       }
-      const limit = deps.busy?.() ? Math.min(room, options.maxInFlightPerHost) : room;
-      generalLimit = limit < room ? 0 : limit; // 0: no room, or throttled (cut short either way)
-      if (limit > 0) claims.push({ ...base, limit, excludeEndpoints: breakers.blockedEndpoints() });
     }
-    const spentDue = claim && now >= nextSpentCheckAt;
-    if (batch.length === 0 && claims.length === 0 && !spentDue) {
+    const spentDue = search && now >= nextSpentCheckAt;
+    if (batch.length === 0 && claims.length === 0 && !offerArgs && !spentDue) {
       if (prepError !== undefined) throw prepError;
       return [];
     }
     if (spentDue) nextSpentCheckAt = now + SPENT_CHECK_MS;
+    if (search) lastSearchAt = now;
     const out = await settleAndClaim(db, {
       settles: batch.map((b) => b.input),
+      offers: offerArgs,
       failSpent: spentDue ? { now, maxAttempts: attempts, running: lapsing(now) } : undefined,
       claims,
     });
@@ -225,11 +255,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       else breakers.cancelTrial(endpoint);
     });
     for (const row of out.claimed[trials.length] ?? []) claimed.push(enqueue(row, false));
-    if (claims.length > 0 && out.error === undefined && notified === notifiedBefore) {
+    for (const row of out.adopted) claimed.push(enqueue(row, false));
+    if (offerArgs && (out.offersLeft > 0 || out.error !== undefined)) claimable = true;
+    if (search && out.error === undefined && notified === notifiedBefore) {
       const got = out.claimed[trials.length]?.length ?? 0; // (held now counts what this turn claimed)
       claimable = trials.length > 0 || generalLimit === 0 || got >= generalLimit || breakers.blockedEndpoints().length > 0 || hostAtCap();
-    } else if (settleOnly && claimable && !stopping && poll.isRunning()) {
-      poll.wake(); // this turn only settled, and left something to claim (a retry already due)
+    } else if (!search && claimable && prepError === undefined && out.error === undefined && !stopping && poll.isRunning()) {
+      poll.wake(); // this turn did not search, and left something to (a retry already due, an offer without a slot)
     }
     startQueued();
     if (out.error !== undefined) throw out.error;
@@ -299,7 +331,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     flushTimer = undefined;
     setImmediate(() => {
       flushScheduled = false;
-      turn(poll.isRunning() && !stopping && (claimable || everyTurnClaims)).catch((error: unknown) => {
+      turn(poll.isRunning() && !stopping, false).catch((error: unknown) => {
         log.error({ err: error }, 'settling webhook attempts failed');
         poll.wake(); // claim again on the loop, which backs off while the database fails
       });
@@ -423,7 +455,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   async function runOnce(): Promise<number> {
-    const claimed = await turn(true);
+    const claimed = await turn(true, true);
     await Promise.all(claimed.map((item) => item.done));
     return claimed.length;
   }
@@ -445,9 +477,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   return {
     id,
-    notify() {
-      notified += 1;
-      claimable = true;
+    notify(handoff?: DeliveryHandoff) {
+      if (handoff?.complete && !everyTurnClaims && offered.length + handoff.offers.length <= MAX_OFFERED) {
+        offered.push(...handoff.offers);
+      } else {
+        notified += 1;
+        claimable = true;
+      }
       poll.wake();
     },
     runOnce,

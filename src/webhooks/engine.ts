@@ -102,7 +102,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
   wakeups.on('breakers', () => (breakers.invalidate(), dispatcher.notify()));
   return {
     // Our own commits wake our dispatcher and, through the database, the other instances'.
-    signal: deps.wakeups ? { notify: () => (dispatcher.notify(), wakeups.publish('deliveries')) } : dispatcher,
+    signal: deps.wakeups ? { notify: (handoff) => (dispatcher.notify(handoff), wakeups.publish('deliveries')) } : dispatcher,
     dispatcher,
     breakers,
     client,

@@ -6,6 +6,8 @@ import type { Clock } from '../lib/clock.js';
 import { newSortableId } from '../lib/ids.js';
 import { endpointKey } from './endpointKey.js';
 import { filterMatches } from './endpoints/filters.js';
+import type { DeliveryOffer } from './sql/claimWork.js';
+import type { DeliveryContext } from './sql/deliveryQueries.js';
 
 /** The webhook envelope (docs/events.md). Its serialized form is the body of every attempt. */
 export interface WebhookEnvelope<T = unknown> {
@@ -32,9 +34,29 @@ export interface RecordedEvent {
   envelope: WebhookEnvelope;
 }
 
+/**
+ * Deliveries a transaction inserted, with everything their first attempt needs, to hand to this
+ * process's dispatcher once the transaction has committed (see OutboxSignal.notify). `complete` is
+ * false when the transaction inserted a delivery it could not describe: the dispatcher then claims
+ * from the table as usual.
+ */
+export interface DeliveryHandoff {
+  offers: DeliveryOffer[];
+  complete: boolean;
+}
+
+export function newHandoff(): DeliveryHandoff {
+  return { offers: [], complete: true };
+}
+
 /** Lets the dispatcher wake at once when an event has committed. */
 export interface OutboxSignal {
-  notify(): void;
+  /**
+   * Called after a commit that added deliveries (or changed what can be claimed). With the
+   * transaction's `handoff`, the dispatcher may lease those deliveries by id instead of searching
+   * the table for them.
+   */
+  notify(handoff?: DeliveryHandoff): void;
 }
 
 export const noopSignal: OutboxSignal = { notify: () => undefined };
@@ -58,6 +80,8 @@ export interface EventTarget {
   webhookUrl: string;
   owner: string;
   firstSequence: number;
+  /** The launch's sealed webhook secret, when the caller read it: its deliveries can then be handed off. */
+  webhookSecretSealed?: string;
 }
 
 /**
@@ -66,11 +90,11 @@ export interface EventTarget {
  * Call it inside the transaction of the state change it reports (transactional outbox);
  * notify the dispatcher after that transaction commits.
  */
-export async function recordEvent(trx: DbOrTx, clock: Clock, input: RecordEventInput): Promise<RecordedEvent> {
+export async function recordEvent(trx: DbOrTx, clock: Clock, input: RecordEventInput, handoff?: DeliveryHandoff): Promise<RecordedEvent> {
   const launch = await nextSequenceStatement.first(trx, { id: input.launchId });
   if (!launch) throw new Error(`recordEvent: no launch ${input.launchId}`);
-  const target = { launchId: input.launchId, webhookUrl: launch.webhook_url, owner: launch.owner, firstSequence: launch.next_sequence - 1 };
-  const [recorded] = await insertEvents(trx, clock, target, [input]);
+  const target = { launchId: input.launchId, webhookUrl: launch.webhook_url, owner: launch.owner, firstSequence: launch.next_sequence - 1, webhookSecretSealed: launch.webhook_secret_enc };
+  const [recorded] = await insertEvents(trx, clock, target, [input], handoff);
   return recorded!;
 }
 
@@ -81,7 +105,7 @@ export async function recordEvent(trx: DbOrTx, clock: Clock, input: RecordEventI
  * events in one statement, their deliveries (the launch's URL and every matching endpoint) in
  * another, the owner's endpoints read once.
  */
-export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarget, events: readonly EventToRecord[]): Promise<RecordedEvent[]> {
+export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarget, events: readonly EventToRecord[], handoff?: DeliveryHandoff): Promise<RecordedEvent[]> {
   if (events.length === 0) return [];
   const now = clock.now();
   const timestamp = new Date(now).toISOString();
@@ -101,12 +125,39 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
   await insertRows(trx, insertEventsStatement, eventRows);
   const endpoints = (await endpointsStatement.rows(trx, { owner: target.owner })).map((e) => ({ ...e, events: JSON.parse(e.events) as string[] }));
   const rows: NewDelivery[] = [];
-  for (const { envelope, deliveryId } of recorded) {
-    rows.push(deliveryRow(deliveryId, now, envelope.id, target.launchId, target.webhookUrl, null));
-    for (const endpoint of endpoints) {
-      if (filterMatches(endpoint.events, envelope.event)) rows.push(deliveryRow(newSortableId('dlv', now), now, envelope.id, target.launchId, endpoint.url, endpoint.id));
+  recorded.forEach(({ envelope, deliveryId }, i) => {
+    const eventRow = eventRows[i]!;
+    const offer = (row: NewDelivery, secrets: Pick<DeliveryContext, 'secretSealed' | 'endpointId' | 'scheme' | 'previousSecretSealed' | 'previousSecretExpiresAt'>): void => {
+      handoff?.offers.push({
+        id: row.id,
+        launchId: target.launchId,
+        eventId: envelope.id,
+        url: row.url,
+        host: row.host,
+        endpoint: row.endpoint,
+        ctx: { deliveryId: row.id, launchId: target.launchId, owner: target.owner, eventId: envelope.id, event: envelope.event, sequence: envelope.sequence, body: eventRow.body, requestId: eventRow.request_id, ...secrets },
+      });
+    };
+    const own = deliveryRow(deliveryId, now, envelope.id, target.launchId, target.webhookUrl, null);
+    rows.push(own);
+    if (target.webhookSecretSealed === undefined) {
+      if (handoff) handoff.complete = false;
+    } else {
+      offer(own, { secretSealed: target.webhookSecretSealed, endpointId: null, scheme: 'service', previousSecretSealed: null, previousSecretExpiresAt: null });
     }
-  }
+    for (const endpoint of endpoints) {
+      if (!filterMatches(endpoint.events, envelope.event)) continue;
+      const row = deliveryRow(newSortableId('dlv', now), now, envelope.id, target.launchId, endpoint.url, endpoint.id);
+      rows.push(row);
+      offer(row, {
+        secretSealed: endpoint.secret_enc,
+        endpointId: endpoint.id,
+        scheme: endpoint.signature_scheme,
+        previousSecretSealed: endpoint.previous_secret_enc,
+        previousSecretExpiresAt: endpoint.previous_secret_expires_at === null ? null : Number(endpoint.previous_secret_expires_at),
+      });
+    }
+  });
   await insertRows(trx, insertDeliveriesStatement, rows);
   return recorded;
 }
@@ -143,13 +194,13 @@ function multiRowInsert(table: 'outbox_events' | 'deliveries', columns: readonly
   return { statement, columns, keys: [] };
 }
 
-/** Takes the launch's next event sequence number, with where and for whom its events are delivered. */
-const nextSequenceStatement = compiledQuery<{ id: string }, { next_sequence: number; webhook_url: string; owner: string }>((db: Db, p) =>
+/** Takes the launch's next event sequence number, with where and for whom its events are delivered (and the sealed secret, for a handoff). */
+const nextSequenceStatement = compiledQuery<{ id: string }, { next_sequence: number; webhook_url: string; owner: string; webhook_secret_enc: string }>((db: Db, p) =>
   db
     .updateTable('launches')
     .set((eb) => ({ next_sequence: eb('next_sequence', '+', 1) }))
     .where('id', '=', p.id)
-    .returning(['next_sequence', 'webhook_url', 'owner']),
+    .returning(['next_sequence', 'webhook_url', 'owner', 'webhook_secret_enc']),
 );
 
 const insertEventsStatement = multiRowInsert('outbox_events', ['id', 'launch_id', 'sequence', 'event', 'body', 'request_id', 'created_at']);
@@ -174,9 +225,16 @@ const insertDeliveriesStatement = multiRowInsert('deliveries', [
   'endpoint_id',
 ]);
 
-/** The owner's enabled webhook endpoints (as `enabledEndpointsOf`), compiled once. */
-const endpointsStatement = compiledQuery<{ owner: string }, { id: string; url: string; events: string }>((db: Db, p) =>
-  db.selectFrom('webhook_endpoints').select(['id', 'url', 'events']).where('owner', '=', p.owner).where('disabled_at', 'is', null),
+/** The owner's enabled webhook endpoints (as `enabledEndpointsOf`) with their sealed secrets (for a handoff), compiled once. */
+const endpointsStatement = compiledQuery<
+  { owner: string },
+  { id: string; url: string; events: string; secret_enc: string; signature_scheme: 'service' | 'standard'; previous_secret_enc: string | null; previous_secret_expires_at: number | null }
+>((db: Db, p) =>
+  db
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'url', 'events', 'secret_enc', 'signature_scheme', 'previous_secret_enc', 'previous_secret_expires_at'])
+    .where('owner', '=', p.owner)
+    .where('disabled_at', 'is', null),
 );
 
 type NewDelivery = Insertable<DeliveriesTable>;

@@ -3,13 +3,16 @@ import { settleAttempt, settleAttemptsIn, type SettleInput, type SettleResult } 
 import type { ClaimArgs } from './sql/claimDeliveries.js';
 import { claimDeliveryWork, type ClaimedDelivery } from './sql/claimWork.js';
 import { failSpentDeliveriesIn, type SpentArgs, type SpentDelivery } from './sql/failSpentDeliveries.js';
+import { leaseOffered, type LeaseOfferedArgs } from './sql/leaseOffered.js';
 
-/** One write transaction of the dispatcher: what to settle, then what to fail and claim. */
+/** One write transaction of the dispatcher: what to settle, then what to lease, fail and claim. */
 export interface SettleAndClaimInput {
   /** Finished attempts to settle, each under its own lease (owner and fencing token). */
   settles: readonly SettleInput[];
   /** Deliveries whose attempts are spent and whose lease expired: failed and dead-lettered first. */
   failSpent?: SpentArgs;
+  /** Deliveries just committed by this process, leased by id after the settles (SQLite; see leaseOffered). */
+  offers?: LeaseOfferedArgs;
   /** Claims, run in order after the settles (so the slots those settles free count): half-open trials, then the ordinary claim. */
   claims?: readonly ClaimArgs[];
 }
@@ -20,6 +23,10 @@ export interface SettleAndClaimOutput {
   spent: SpentDelivery[];
   /** Per claim, in order: what it claimed (empty for every claim when the shared transaction failed). */
   claimed: ClaimedDelivery[][];
+  /** The offers leased (none when the shared transaction failed). */
+  adopted: ClaimedDelivery[];
+  /** Offers left pending for want of a slot or a closed breaker. */
+  offersLeft: number;
   /** Why the shared transaction failed (the settles were then retried one by one, nothing was claimed). */
   error?: unknown;
 }
@@ -38,10 +45,11 @@ export async function settleAndClaim(db: Db, input: SettleAndClaimInput): Promis
   try {
     return await db.transaction().execute(async (trx) => {
       const results = input.settles.length > 0 ? await settleAttemptsIn(trx, input.settles) : [];
+      const offered = input.offers ? await leaseOffered(trx, input.offers) : { claimed: [], left: 0 };
       const spent = input.failSpent ? await failSpentDeliveriesIn(trx, input.failSpent) : [];
       const claimed: ClaimedDelivery[][] = [];
       for (const claim of claims) claimed.push(await claimDeliveryWork(trx, claim));
-      return { results, spent, claimed };
+      return { results, spent, claimed, adopted: offered.claimed, offersLeft: offered.left };
     });
   } catch (error) {
     const results: Array<SettleResult | Error> = [];
@@ -52,7 +60,7 @@ export async function settleAndClaim(db: Db, input: SettleAndClaimInput): Promis
         results.push(toError(alone));
       }
     }
-    return { results, spent: [], claimed: claims.map(() => []), error };
+    return { results, spent: [], claimed: claims.map(() => []), adopted: [], offersLeft: 0, error };
   }
 }
 

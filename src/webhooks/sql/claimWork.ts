@@ -20,6 +20,9 @@ export interface ClaimedDelivery {
   ctx: DeliveryContext;
 }
 
+/** A delivery just committed, described for its first attempt: the dispatcher leases it by id (sql/leaseOffered.ts). */
+export type DeliveryOffer = Omit<ClaimedDelivery, 'attempt' | 'token' | 'leaseExpiresAt'>;
+
 /**
  * Claims due deliveries ({@link claimDueDeliveries}: lease, fencing token, attempt counted, per-host
  * cap) and reads what their attempts need — event body, sealed secret(s), scheme, launch owner —
