@@ -96,13 +96,17 @@ describe('configuration', () => {
     expect(refusal({ SECRET_KEY: KEY, RUNNER_CONCURRENCY: '0' }).variable).toBe('RUNNER_CONCURRENCY');
   });
 
-  it('runs on PostgreSQL when DATABASE_URL is a postgres:// URL (DATABASE_POOL_SIZE connections, 10 by default); a path stays SQLite', () => {
+  it('runs on PostgreSQL when DATABASE_URL is a postgres:// URL (DATABASE_POOL_SIZE connections, 10 by default; sessions idle in a transaction ended after DATABASE_IDLE_TRANSACTION_TIMEOUT, 10 s by default); a path stays SQLite', () => {
     expect(loadConfig({ DATA_DIR: dir }).postgres).toBeUndefined();
     expect(loadConfig({ DATA_DIR: dir }).databasePath).toBe(join(dir, 'launch-service.sqlite'));
     expect(loadConfig({ DATA_DIR: dir, DATABASE_URL: join(dir, 'other.sqlite') }).postgres).toBeUndefined();
-    expect(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://svc@db.internal:5432/launches' }).postgres).toEqual({ url: 'postgres://svc@db.internal:5432/launches', poolSize: 10 });
+    expect(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://svc@db.internal:5432/launches' }).postgres).toEqual({ url: 'postgres://svc@db.internal:5432/launches', poolSize: 10, idleTransactionTimeoutMs: 10_000 });
     expect(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgresql://svc@db/launches', DATABASE_POOL_SIZE: '4' }).postgres?.poolSize).toBe(4);
     expect(refusal({ DATABASE_URL: 'postgres://svc@db/launches', DATABASE_POOL_SIZE: '0' }).variable).toBe('DATABASE_POOL_SIZE');
+    expect(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://svc@db/launches', DATABASE_IDLE_TRANSACTION_TIMEOUT: '30s' }).postgres?.idleTransactionTimeoutMs).toBe(30_000);
+    expect(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://svc@db/launches', DATABASE_IDLE_TRANSACTION_TIMEOUT: '0' }).postgres?.idleTransactionTimeoutMs).toBe(0);
+    expect(refusal({ DATABASE_URL: 'postgres://svc@db/launches', DATABASE_IDLE_TRANSACTION_TIMEOUT: 'soon' }).variable).toBe('DATABASE_IDLE_TRANSACTION_TIMEOUT');
+    expect(refusal({ DATABASE_URL: 'postgres://svc@db/launches', DATABASE_IDLE_TRANSACTION_TIMEOUT: '30d' }).variable).toBe('DATABASE_IDLE_TRANSACTION_TIMEOUT');
   });
 
   it('refuses the in-process embedded chain on PostgreSQL with one line saying how to run a shared chain', async () => {

@@ -17,7 +17,7 @@ export interface Config {
   /** The SQLite file (the default store); unused when `postgres` is set. */
   databasePath: string;
   /** DATABASE_URL=postgres://…: the PostgreSQL server the service runs on instead of SQLite (SPEC §12). */
-  postgres: { url: string; poolSize: number } | undefined;
+  postgres: { url: string; poolSize: number; idleTransactionTimeoutMs: number } | undefined;
   secretKey: Buffer;
   chain: {
     mode: ChainMode;
@@ -155,6 +155,15 @@ function loadSecretKey(env: Env, dataDir: string, production: boolean): Buffer {
   return key;
 }
 
+/**
+ * How long the PostgreSQL server lets one of our sessions sit idle inside an open transaction before
+ * it ends the session (and the transaction, and its locks). The service's transactions run their
+ * statements back to back, milliseconds apart; an instance stalled inside one (stopped, swapped
+ * out, partitioned) would otherwise hold its locks — the claim lock every instance's dispatcher
+ * takes turns on among them — for as long as it stalls.
+ */
+export const DEFAULT_IDLE_TRANSACTION_TIMEOUT_MS = 10_000;
+
 /** Reads and validates the environment; throws {@link ConfigError} naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = env.NODE_ENV && env.NODE_ENV !== '' ? env.NODE_ENV : 'development';
@@ -173,7 +182,13 @@ export function loadConfig(env: Env = process.env): Config {
   let databasePath = join(dataDir, 'launch-service.sqlite');
   let postgres: Config['postgres'];
   if (databaseUrl !== undefined && /^(postgres|postgresql):\/\//i.test(databaseUrl)) {
-    postgres = { url: databaseUrl, poolSize: intVar(env, 'DATABASE_POOL_SIZE', 10, 1, 1000) };
+    postgres = {
+      url: databaseUrl,
+      poolSize: intVar(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+      idleTransactionTimeoutMs: durationVar(env, 'DATABASE_IDLE_TRANSACTION_TIMEOUT', DEFAULT_IDLE_TRANSACTION_TIMEOUT_MS),
+    };
+    // The server's setting is a 32-bit count of milliseconds (~24 days).
+    if (postgres.idleTransactionTimeoutMs > 2_147_483_647) throw new ConfigError('DATABASE_IDLE_TRANSACTION_TIMEOUT', `must be at most 24d, got ${postgres.idleTransactionTimeoutMs}ms`);
   } else if (databaseUrl !== undefined && databaseUrl !== '') {
     databasePath = databaseUrl === ':memory:' ? ':memory:' : resolve(databaseUrl.replace(/^(sqlite|file):(\/\/)?/i, ''));
   }

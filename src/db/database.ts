@@ -37,10 +37,12 @@ export interface OpenedDatabase {
 
 /** The store the config names: PostgreSQL when DATABASE_URL is a postgres:// URL, else the SQLite file. */
 export function openConfiguredDatabase(
-  config: { databasePath: string; postgres: { url: string; poolSize: number } | undefined },
+  config: { databasePath: string; postgres: { url: string; poolSize: number; idleTransactionTimeoutMs: number } | undefined },
   options: { logger?: DatabaseLogger } = {},
 ): { db: Db; syncWal?: () => Promise<void>; shareWriteLock?: OpenedDatabase['shareWriteLock']; close(): Promise<void> } {
-  return config.postgres ? openPostgres(config.postgres.url, { poolSize: config.postgres.poolSize }) : openDatabase(config.databasePath, { logger: options.logger });
+  return config.postgres
+    ? openPostgres(config.postgres.url, { poolSize: config.postgres.poolSize, idleTransactionTimeoutMs: config.postgres.idleTransactionTimeoutMs })
+    : openDatabase(config.databasePath, { logger: options.logger });
 }
 
 // Rows look the same on both stores: bigint (int8: times in ms, count(*)) and numeric (sum, avg)
@@ -56,12 +58,25 @@ const pgTypes = {
 /**
  * Opens a pool of `poolSize` connections to a PostgreSQL server (`postgres://user:pass@host:port/db`).
  * Does not migrate. The SQLite-only parts (pragmas, the background checkpointer, the writer lock)
- * do not apply; dialect differences in queries are in `dialect.ts`.
+ * do not apply; dialect differences in queries are in `dialect.ts`. Each session is ended by the
+ * server once idle inside a transaction for `idleTransactionTimeoutMs` (default 10 s, 0: never; see
+ * DEFAULT_IDLE_TRANSACTION_TIMEOUT_MS in config.ts): a process stalled mid-transaction releases its
+ * locks, and the pool replaces the ended connection when the process resumes.
  */
-export function openPostgres(url: string, options: { poolSize?: number } = {}): { db: Db; pool: pg.Pool; close(): Promise<void> } {
-  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
+export function openPostgres(url: string, options: { poolSize?: number; idleTransactionTimeoutMs?: number } = {}): { db: Db; pool: pg.Pool; close(): Promise<void> } {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    types: pgTypes,
+    idle_in_transaction_session_timeout: options.idleTransactionTimeoutMs ?? 10_000,
+  });
   // An idle connection the server dropped: the pool discards it and the next query opens another.
   pool.on('error', () => undefined);
+  // A connection the server ends while it is checked out (a transaction idle past the timeout while
+  // this process stalled, a restarted server): the pool listens only to idle ones, and an 'error'
+  // event nobody listens to would end the process. The error reaches the transaction instead — its
+  // next statement fails — and the pool discards the connection when it is released.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   let closed = false;
   return {
