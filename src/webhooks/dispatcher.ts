@@ -433,7 +433,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           requestId: ctx.requestId ?? newId('req'),
           timestampSeconds: Math.floor(startedAt / 1000),
         });
-        outcome = await breakers.execute(item.endpoint, item.trial, () => deps.client.send({ url: item.url, body: ctx.body, headers }));
+        // Sent again at once (a stale pooled socket, our own stall) only while the lease still
+        // covers a whole attempt, as at the start: after a stall past it, another dispatcher may
+        // have taken the delivery over and sent it.
+        const mayResend = () => item.leaseExpiresAt - clock.now() >= options.leaseMs / 2;
+        outcome = await breakers.execute(item.endpoint, item.trial, () => deps.client.send({ url: item.url, body: ctx.body, headers, mayResend }));
       }
     } finally {
       sending -= 1;

@@ -61,6 +61,23 @@ describe("attempts are not blamed on a receiver for the service's own lag", () =
     expect(requests).toBe(2);
   });
 
+  it('does not send again after a stall when the sender says it may not (its lease ran out meanwhile): one request, a failure of its own', async () => {
+    const lag = startLoopLagMonitor({ intervalMs: 10 });
+    closers.push(async () => lag.stop());
+    let requests = 0;
+    const server = createHttpServer((_req, res) => {
+      requests += 1;
+      res.end('ok');
+      if (requests === 1) setImmediate(() => stall(700));
+    });
+    const url = await listen(server);
+    let asked = 0;
+    const outcome = await client(400, lag).send({ url, ...request, mayResend: () => (asked++, false) });
+    expect(asked).toBe(1);
+    expect(requests).toBe(1);
+    expect(outcome).toMatchObject({ ok: false, errorClass: 'service_lagging', serviceFault: true });
+  });
+
   it('without a lag monitor the same stall is a timeout (what the service used to blame on the receiver)', async () => {
     let requests = 0;
     const server = createHttpServer((_req, res) => {
