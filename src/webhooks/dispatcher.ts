@@ -20,7 +20,7 @@ import type { ClaimedDelivery, DeliveryOffer } from './sql/claimWork.js';
 import type { LeaseOfferedArgs } from './sql/leaseOffered.js';
 import type { DeliveryContext } from './sql/deliveryQueries.js';
 import { signingSecrets } from './endpoints/signing.js';
-import { releaseClaim, releaseClaims } from './sql/settleDeliveries.js';
+import { releaseClaim, releaseClaims, renewClaim } from './sql/settleDeliveries.js';
 
 export interface DispatcherOptions {
   retrySchedule: readonly number[];
@@ -433,10 +433,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           requestId: ctx.requestId ?? newId('req'),
           timestampSeconds: Math.floor(startedAt / 1000),
         });
-        // Sent again at once (a stale pooled socket, our own stall) only while the lease still
-        // covers a whole attempt, as at the start: after a stall past it, another dispatcher may
-        // have taken the delivery over and sent it.
-        const mayResend = () => item.leaseExpiresAt - clock.now() >= options.leaseMs / 2;
+        // Sent again at once (a stale pooled socket, our own stall) only under a lease that covers
+        // a whole attempt, as at the start; after a stall past half of it, only once the lease is
+        // renewed under this claim's token — another dispatcher may have taken the delivery over
+        // and sent it meanwhile.
+        const mayResend = () => resendable(item);
         outcome = await breakers.execute(item.endpoint, item.trial, () => deps.client.send({ url: item.url, body: ctx.body, headers, mayResend }));
       }
     } finally {
@@ -456,6 +457,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const fields = { deliveryId: item.id, launchId: item.launchId, eventId: item.eventId, host: item.host, attempt: item.attempt, event: ctx.event, trial: item.trial };
     if (outcome.ok) log.info({ ...fields, statusCode: outcome.statusCode, durationMs: outcome.durationMs, result }, 'webhook delivered');
     else log.warn({ ...fields, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, result, error: outcome.errorMessage, detail: outcome.logDetail }, 'webhook attempt failed');
+  }
+
+  /** The lease covers a whole attempt again: half of it is left, or it was renewed under this claim's token (test/webhooks/stalledPastLease.test.ts). */
+  async function resendable(item: Item): Promise<boolean> {
+    const now = clock.now();
+    if (item.leaseExpiresAt - now >= options.leaseMs / 2) return true;
+    try {
+      if (!(await renewClaim(db, { id: item.id, owner: id, token: item.token }, now, options.leaseMs))) return false;
+    } catch (error) {
+      log.warn({ err: error, deliveryId: item.id }, 'could not renew a webhook lease to send again; the attempt fails as ours');
+      return false;
+    }
+    item.leaseExpiresAt = now + options.leaseMs;
+    return true;
   }
 
   async function runOnce(): Promise<number> {

@@ -36,9 +36,9 @@ export interface WebhookRequest {
    * pooled socket the receiver had closed, or after our own stalled loop — asked when that retry is
    * due. The dispatcher answers from its lease: a process stalled past the lease (stopped, swapped
    * out) must not send a delivery again that another instance has taken over, and likely
-   * delivered, since. Default: yes.
+   * delivered, since; it renews its lease first. Default: yes.
    */
-  mayResend?(): boolean;
+  mayResend?(): boolean | Promise<boolean>;
 }
 
 /** Sends webhook attempts. Shared by the dispatcher and the test route so both behave alike. */
@@ -213,7 +213,7 @@ export function createWebhookHttpClient(options: WebhookHttpClientOptions): Webh
 
       let raw = await exchange(url, req, agent);
       const lagged = () => (options.loopLag ? options.loopLag.maxSince(started) : 0);
-      if (!raw.ok && ((raw.reusedSocket && staleSocketError(raw.error)) || lagged() >= lagToleranceMs) && (req.mayResend?.() ?? true)) {
+      if (!raw.ok && ((raw.reusedSocket && staleSocketError(raw.error)) || lagged() >= lagToleranceMs) && (await (req.mayResend?.() ?? true))) {
         // A pooled socket the receiver had closed, or our own stalled loop: not the receiver's
         // fault, so try again at once on a connection of its own.
         const fresh = new Agent({ ...agentOptions, pipelining: 0 }).compose(notifyOnWrite);

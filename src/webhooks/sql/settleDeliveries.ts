@@ -1,7 +1,7 @@
 import type { ExpressionBuilder } from 'kysely';
 import type { Db, DbOrTx } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
-import { isPostgres } from '../../db/dialect.js';
+import { isPostgres, leaseDeadline } from '../../db/dialect.js';
 import { execSql } from '../../db/sqlText.js';
 
 /** A dispatcher's hold on a claimed delivery: its id and the fencing token of that claim. */
@@ -23,6 +23,21 @@ export async function releaseClaim(db: DbOrTx, lease: DeliveryLease, now: number
     .updateTable('deliveries')
     .set((eb) => ({ lease_owner: null, lease_expires_at: null, attempt_count: eb('attempt_count', '-', 1), updated_at: now }))
     .where(held(lease))
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+/**
+ * Extends a claimed delivery's lease by `leaseMs` from now when this exact claim still holds it
+ * (owner and fencing token) and it is still pending — expired or not: a claim by anyone else would
+ * have bumped the token. True when renewed.
+ */
+export async function renewClaim(db: DbOrTx, lease: DeliveryLease, now: number, leaseMs: number): Promise<boolean> {
+  const r = await db
+    .updateTable('deliveries')
+    .set({ lease_expires_at: leaseDeadline(db, now, leaseMs), updated_at: now })
+    .where(held(lease))
+    .where('status', '=', 'pending')
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
