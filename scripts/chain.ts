@@ -1,5 +1,5 @@
 /**
- * `npm run chain`: the embedded chain alone, as a local cluster (SPEC §10). Its state lives in its
+ * `npm run chain`: the embedded chain alone, as a local cluster (docs/chain.md). Its state lives in its
  * own SQLite file (`DATA_DIR/chain.sqlite`, or CHAIN_DATA_FILE), so several service processes and
  * tests can share one chain through SOLANA_RPC_URL. Serves JSON-RPC on CHAIN_RPC_HOST:CHAIN_RPC_PORT
  * (127.0.0.1:8899) and PubSub on the same port and the next one; loads CHAIN_PROGRAMS_DIR.

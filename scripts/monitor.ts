@@ -1,5 +1,5 @@
 /**
- * The seed's recommended monitoring (SPEC §11):
+ * The seed's recommended monitoring (README.md, Operations):
  * `npm run monitor -- --url http://localhost:8080 --preset production|staging|development [--once] [--json]`
  * Polls /api/health (and /metrics for the 5xx rate) at the preset's interval and prints one line per
  * poll. With --once it polls once and exits 0 ok, 1 warning, 2 critical (3: bad arguments).

@@ -1,4 +1,4 @@
-// `npm test`'s PostgreSQL half (SPEC §12): the database-backed tests again, on the PostgreSQL server
+// `npm test`'s PostgreSQL half (docs/architecture.md, SQLite and PostgreSQL): the database-backed tests again, on the PostgreSQL server
 // TEST_DATABASE_URL names (each test file makes its own databases there and drops them). `.ci/run`
 // starts a throwaway server and sets it; without it this half is skipped, saying so.
 import { spawnSync } from 'node:child_process';

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     // Printed once, on a line of its own, so a newcomer can copy it; only its hash is stored.
     process.stdout.write(`\nDevelopment API key (owner "dev", all scopes) — shown once, keep it:\n${developmentKey.key}\n\n`);
   }
-  // Outside production the embedded chain is also a local cluster (SPEC §10): JSON-RPC for wallets and scripts.
+  // Outside production the embedded chain is also a local cluster (docs/chain.md): JSON-RPC for wallets and scripts.
   const localCluster = await startLocalCluster(config.chain.rpcServer, service.chain, logger).catch(async (error: unknown) => {
     await service.stop();
     throw error;

@@ -48,7 +48,7 @@ export interface Service {
   /** With CHAIN_THREAD=on, the thread the embedded chain runs on (`chain` is its proxy). */
   chainThread: ChainThread | undefined;
   runner: LaunchRunner;
-  /** The chain watcher (SPEC §9): what happens to a launch's escrow, realm and pool after it completes. */
+  /** The chain watcher (docs/watcher.md): what happens to a launch's escrow, realm and pool after it completes. */
   watcher: ChainWatcher;
   cache: ChainReadCache;
   breakers: BreakerSource;
@@ -90,7 +90,7 @@ export async function createService(
     );
   }
   // One process per SQLite data directory: refused here, before the database or the chain is touched.
-  // PostgreSQL is shared by design (SPEC §12).
+  // PostgreSQL is shared by design (docs/architecture.md, SQLite and PostgreSQL).
   const writerLock = config.postgres ? { release: () => undefined } : acquireWriterLock(config.databasePath);
   const database = (() => {
     try {
@@ -138,7 +138,7 @@ export async function createService(
       signal: webhooks.signal,
       runStep: (deps.wrapStepRunner ?? ((runner: StepRunner) => runner))(chainThread?.runStep ?? createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() })),
       finalize: (signatures) => finalizeAll(chain, signatures),
-      // A completed launch gets its watches in the same transaction (SPEC §9).
+      // A completed launch gets its watches in the same transaction (docs/watcher.md).
       onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
       busy: () => webhooks.engine.loopLag.busy(),
       leaseMs: config.runner.leaseMs,

@@ -57,7 +57,7 @@ export interface ChainBackend {
   isProgramExecutable(programId: PublicKey): Promise<boolean>;
   /** Health check: reads the clock sysvar and the payer account. */
   probe(): Promise<ChainProbe>;
-  /** What the chain watcher reads: address histories, transactions, accounts, program scans (SPEC §9). */
+  /** What the chain watcher reads: address histories, transactions, accounts, program scans (docs/watcher.md). */
   readonly history: ChainHistory;
   /** Circuit breaker state, when the backend has one (RPC). */
   breakerState?(): BreakerSnapshot;

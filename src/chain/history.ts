@@ -47,7 +47,7 @@ export interface HistoryTransaction {
 export type AccountFilter = { dataSize: number } | { memcmp: { offset: number; bytes: string } };
 
 /**
- * The small surface the chain watcher reads through; both backends answer it (SPEC §9). On RPC it
+ * The small surface the chain watcher reads through; both backends answer it (docs/watcher.md). On RPC it
  * is `getSignaturesForAddress`/`getTransaction` at `finalized`, behind the RPC breaker; on the
  * embedded chain it reads the durable signature index kept with the chain state.
  */

@@ -5,7 +5,7 @@ import { parseDuration, parseDurationList } from './duration.js';
 
 export type ChainMode = 'embedded' | 'rpc';
 
-/** Validated service configuration (docs/configuration.md, §8). Built once at start by {@link loadConfig}. */
+/** Validated service configuration (docs/configuration.md). Built once at start by {@link loadConfig}. */
 export interface Config {
   nodeEnv: string;
   production: boolean;
@@ -16,7 +16,7 @@ export interface Config {
   dataDir: string;
   /** The SQLite file (the default store); unused when `postgres` is set. */
   databasePath: string;
-  /** DATABASE_URL=postgres://…: the PostgreSQL server the service runs on instead of SQLite (SPEC §12). */
+  /** DATABASE_URL=postgres://…: the PostgreSQL server the service runs on instead of SQLite (docs/architecture.md, SQLite and PostgreSQL). */
   postgres: { url: string; poolSize: number; idleTransactionTimeoutMs: number } | undefined;
   secretKey: Buffer;
   chain: {
@@ -26,7 +26,7 @@ export interface Config {
     programsDir: string | undefined;
     priorityFeeMicroLamports: number;
     computeUnitLimit: number | undefined;
-    /** Where the embedded chain serves JSON-RPC (SPEC §10); undefined: not served (`off`, production, RPC mode). */
+    /** Where the embedded chain serves JSON-RPC (docs/chain.md); undefined: not served (`off`, production, RPC mode). */
     rpcServer: { host: string; port: number } | undefined;
     /** CHAIN_CLONE_FROM: a cluster the embedded chain fetches the programs it lacks from. */
     cloneFrom: string | undefined;
@@ -44,7 +44,7 @@ export interface Config {
    * embedded chain on its own thread, else 2).
    */
   runner: { leaseMs: number; concurrency: number | undefined };
-  /** The chain watcher (SPEC §9). */
+  /** The chain watcher (docs/watcher.md). */
   watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number };
   webhooks: {
     retrySchedule: number[];
@@ -57,7 +57,7 @@ export interface Config {
     pollIntervalMs: number;
   };
   breaker: { failureThreshold: number; resetTimeoutMs: number };
-  /** Owner webhook endpoints (SPEC §13): disabled after failing continuously this long. */
+  /** Owner webhook endpoints (docs/webhooks.md): disabled after failing continuously this long. */
   endpoints: { disableAfterMs: number };
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
@@ -67,7 +67,7 @@ export interface Config {
   /** How long one health report is shared between requests (0: every request runs the checks). */
   healthCacheMs: number;
   version: string;
-  /** `/metrics`, the dashboard (SPEC §11). */
+  /** `/metrics`, the dashboard (README.md, Operations). */
   ops: OpsConfig;
 }
 

@@ -66,7 +66,7 @@ const field = (form: DashEnv['Variables']['form'], name: string) => {
   return typeof v === 'string' ? v : undefined;
 };
 
-/** The operator's console under /dashboard (SPEC §11): server-rendered, no script, one CSRF token per session. */
+/** The operator's console under /dashboard (README.md, Operations): server-rendered, no script, one CSRF token per session. */
 export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
   const app = new Hono<DashEnv>();
   const cookieBase = { path: '/dashboard', httpOnly: true, sameSite: 'Strict' as const, secure: deps.production };

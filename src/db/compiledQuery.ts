@@ -13,7 +13,7 @@ import { runInSqliteTransaction } from './directSqlite.js';
  * must not branch on a parameter's value, and a list of values (`in (…)`) has a length: pass it as
  * the `shape` (`p.id0`, `p.id1`, … built for that length), one compiled form per shape.
  *
- * The statement text is kysely's own, so the query stays portable (SPEC §12); dialect branches
+ * The statement text is kysely's own, so the query stays portable (docs/architecture.md, SQLite and PostgreSQL); dialect branches
  * inside `build` (`isPostgres`, `leaseNow`) are taken once per dialect.
  */
 export interface CompiledStatement<P, O = unknown> {

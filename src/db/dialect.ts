@@ -1,7 +1,7 @@
 import { PostgresAdapter, sql, type Kysely, type RawBuilder } from 'kysely';
 
 /**
- * The one place where SQLite and PostgreSQL differ for the service's queries (SPEC §12). Everything
+ * The one place where SQLite and PostgreSQL differ for the service's queries (docs/architecture.md, SQLite and PostgreSQL). Everything
  * else is written with kysely's builder or in SQL both accept.
  */
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 
 /**
- * Cross-instance wake-ups (SPEC §12). With several instances on one PostgreSQL database, work one
+ * Cross-instance wake-ups (docs/architecture.md, SQLite and PostgreSQL). With several instances on one PostgreSQL database, work one
  * instance commits (an event's deliveries, a queued launch) is often claimed by another, which would
  * otherwise find it only at its next poll; a breaker one instance opened or closed should stop or
  * free the others' attempts before their next read of the breakers table. Each instance `LISTEN`s on one channel over a dedicated

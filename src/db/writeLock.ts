@@ -13,7 +13,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
  *
  * It replaces a lock asked for by message: the main thread's answer and the release each waited
  * for a turn of a busy event loop, ~2 ms a commit during which the main thread's queries and the
- * chain's next transaction waited (`pipeline` bench, issue #12).
+ * chain's next transaction waited (`pipeline` bench, docs/benchmarks.md).
  *
  * A waiting chain thread goes first when the main thread next takes its connection (it commits
  * briefly and seldom: two commits a launch), unless the main thread has already waited for it.

@@ -24,8 +24,8 @@ const PATH = '/api/health';
 
 /**
  * `GET`/`HEAD /api/health` of an anonymous caller, answered without the framework: monitors and
- * load balancers probe it all the time, and under load it must cost next to nothing (issue #12,
- * "health answers first"). It answers exactly what the app's route does through its middlewares —
+ * load balancers probe it all the time, and under load it must cost next to nothing
+ * (docs/architecture.md, Health). It answers exactly what the app's route does through its middlewares —
  * status, body, `Cache-Control`, `Content-Type`, `X-Request-ID` (echoed when sane), the API version,
  * the rate-limit headers (a peek: health never spends the budget), the request metrics and the
  * request log line — and `test/http/healthFastPath.test.ts` compares the two byte for byte.

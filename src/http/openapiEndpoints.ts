@@ -1,4 +1,4 @@
-/** OpenAPI paths of the webhook endpoint routes, `PATCH /launches/{id}` and the launch event log (SPEC §13). */
+/** OpenAPI paths of the webhook endpoint routes, `PATCH /launches/{id}` and the launch event log (docs/webhooks.md). */
 
 type Json = Record<string, unknown>;
 

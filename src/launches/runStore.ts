@@ -8,7 +8,7 @@ import type { EventTarget } from '../webhooks/outbox.js';
 /**
  * A runner's hold on a launch: who claimed it and the fencing token of that claim. Every write
  * made under the lease names both, so after another claim (the lease expired during a stall or
- * a clock jump) the earlier holder's writes match no row and it stops (docs/api.md, §12).
+ * a clock jump) the earlier holder's writes match no row and it stops (docs/architecture.md, Leases, fencing and attempt accounting).
  */
 export interface LaunchLease {
   launchId: string;

@@ -31,7 +31,7 @@ export function parseDestinationPatch(raw: unknown, options: { requireHttps: boo
 }
 
 /**
- * Fixes a launch's own webhook destination (SPEC §13). Later events use it, and so do its pending
+ * Fixes a launch's own webhook destination (docs/webhooks.md). Later events use it, and so do its pending
  * deliveries (made due at once: their backoff was against the old destination); a failed,
  * dead-lettered delivery retried afterwards goes to the new one too. Endpoint deliveries are untouched.
  */

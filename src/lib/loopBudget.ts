@@ -2,8 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { yieldToLoop } from './yieldToLoop.js';
 
 /**
- * Shares the event loop between a burst of requests and everything else (issue #12, "health
- * answers first"). Node runs the callbacks of every socket that became readable in one poll phase
+ * Shares the event loop between a burst of requests and everything else (docs/architecture.md,
+ * Health). Node runs the callbacks of every socket that became readable in one poll phase
  * back to back, and libuv accepts one new connection per loop iteration (libuv#3696): 50 launch
  * requests arriving together (each ~6 ms of validation, sealing and inserts, all synchronous) made
  * one iteration last 300-400 ms on a busy 2-core machine, and a health probe on a new connection

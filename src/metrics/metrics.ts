@@ -16,7 +16,7 @@ export interface MetricsDeps {
   health?: () => Promise<HealthReport>;
 }
 
-/** Every metric the service exports (SPEC §11). The one module that defines metrics. */
+/** Every metric the service exports (README.md, Operations). The one module that defines metrics. */
 export interface Metrics {
   readonly registry: Registry;
   /** Records one answered HTTP request; `route` is the matched pattern, never the raw path. */

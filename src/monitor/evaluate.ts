@@ -12,7 +12,7 @@ export interface Observation {
   openBreakers: number;
 }
 
-/** One line of monitor output (SPEC §11). */
+/** One line of monitor output (README.md, Operations). */
 export interface Verdict extends Observation {
   level: Level;
   reasons: string[];

@@ -1,5 +1,5 @@
 /**
- * The payloads of the watcher's events (SPEC §9), built in one place: the watcher sends them and
+ * The payloads of the watcher's events (docs/watcher.md), built in one place: the watcher sends them and
  * the test route's samples are built with the same functions, so the two cannot drift apart.
  * Amounts are raw base units as decimal strings.
  */

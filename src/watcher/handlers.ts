@@ -15,7 +15,7 @@ async function read(chain: ChainHistory, address: string): Promise<Buffer | null
   return (await chain.getAccountInfo(new PublicKey(address)))?.data ?? null;
 }
 
-/** The watches a completed launch gets: its escrow, its realm, its pool (SPEC §9). */
+/** The watches a completed launch gets: its escrow, its realm, its pool (docs/watcher.md). */
 export function watchesForLaunch(results: Record<string, unknown>): NewWatch[] {
   const watches: NewWatch[] = [];
   const vesting = obj(results.vesting);

@@ -96,7 +96,7 @@ export async function claimDueWatches(db: Db, args: { owner: string; now: number
       .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', leaseNow(trx, args.now))]))
       .orderBy('next_check_at')
       .limit(args.limit)
-      // PostgreSQL: another instance's claim in progress is skipped, not waited for (SPEC §12).
+      // PostgreSQL: another instance's claim in progress is skipped, not waited for (docs/architecture.md, SQLite and PostgreSQL).
       .$if(isPostgres(trx), (q) => q.forUpdate().skipLocked())
       .execute();
     if (due.length === 0) return [];
@@ -232,7 +232,7 @@ export async function releaseWatch(db: Db, watch: WatchRow, retryAt: number): Pr
     .execute();
 }
 
-/** The API view of a launch's watches (SPEC §9: each watch, its cursor and last activity). */
+/** The API view of a launch's watches (docs/watcher.md: each watch, its cursor and last activity). */
 export async function listWatches(db: DbOrTx, launchId: string): Promise<Array<Record<string, unknown>>> {
   const rows = await tables(db).selectFrom('watches').selectAll().where('launch_id', '=', launchId).orderBy('created_at').orderBy('kind').execute();
   const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());

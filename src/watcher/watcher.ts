@@ -63,7 +63,7 @@ const MAX_TOUCHED = 20_000;
 const DEFAULTS = { pollIntervalMs: 2000, maxIntervalMs: 10 * 60_000, leaseMs: 60_000, claimLimit: 16, pageLimit: 200, batchSize: 50 };
 
 /**
- * The chain watcher (SPEC §9). Claims due watches with a lease and a fencing token, reads each
+ * The chain watcher (docs/watcher.md). Claims due watches with a lease and a fencing token, reads each
  * watched address's new history oldest first from its cursor, decodes it, and commits the events
  * with the new cursor in one transaction through the outbox. Failed transactions emit nothing;
  * a restart resumes at the cursor (backfill); dedupe is on (signature, instruction index, event).

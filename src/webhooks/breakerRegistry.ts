@@ -121,7 +121,7 @@ const noRow = (): StoredBreaker => ({ state: initialBreakerState, version: -1, t
 const sameState = (a: BreakerState, b: BreakerState) => a.state === b.state && a.failures === b.failures && a.openedAt === b.openedAt;
 
 /**
- * The database is the authority (SPEC §12): every instance on it sees the same breakers. Each state
+ * The database is the authority (docs/architecture.md, SQLite and PostgreSQL): every instance on it sees the same breakers. Each state
  * change is a compare-and-set on the row's version (a lost race reloads the row and decides again on
  * what the winner wrote), the half-open trial is a lease on the row (one trial across all instances),
  * and this registry keeps a copy that is read again at most `syncMs` after the last read, so the

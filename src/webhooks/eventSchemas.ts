@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The payload of every webhook event kind (docs/events.md, §9): the envelope and each kind's `data`.
+ * The payload of every webhook event kind (docs/events.md): the envelope and each kind's `data`.
  * OpenAPI's `webhooks` section is generated from these, the test route's samples are parsed
  * through them, and tests check the events real launches record against them. Objects are loose:
  * receivers must ignore fields they do not know, and the service may add some.

@@ -86,7 +86,7 @@ export interface EventTarget {
 
 /**
  * Records one event, its delivery to the launch's own webhook URL, and one delivery to each enabled
- * webhook endpoint of the launch's owner whose filter matches (SPEC §13).
+ * webhook endpoint of the launch's owner whose filter matches (docs/webhooks.md).
  * Call it inside the transaction of the state change it reports (transactional outbox);
  * notify the dispatcher after that transaction commits.
  */

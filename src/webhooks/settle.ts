@@ -18,7 +18,7 @@ export interface SettleInput {
   startedAt: number;
   now: number;
   schedule: readonly number[];
-  /** The webhook endpoint (SPEC §13) the delivery went to, if any: a success ends its failing run in this transaction. */
+  /** The webhook endpoint (docs/webhooks.md) the delivery went to, if any: a success ends its failing run in this transaction. */
   endpointId?: string | null;
 }
 

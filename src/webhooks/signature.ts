@@ -6,7 +6,7 @@ export const WEBHOOK_USER_AGENT = 'LaunchService-Webhooks/1.0 (+https://docs.lau
 export interface DeliveryHeadersInput {
   /** Every valid secret, newest first (two during a rotation's overlap). */
   secrets: readonly string[];
-  /** Default `service` (docs/delivery.md); `standard` per Standard Webhooks (SPEC §13). */
+  /** Default `service` (docs/delivery.md); `standard` per Standard Webhooks (docs/webhooks.md). */
   scheme?: SignatureScheme;
   body: string;
   event: string;
@@ -18,7 +18,7 @@ export interface DeliveryHeadersInput {
 }
 
 /**
- * The exact header set of one delivery attempt (docs/delivery.md, §13). The signature headers come from the
+ * The exact header set of one delivery attempt (docs/delivery.md). The signature headers come from the
  * receiver package (`packages/webhooks`), so signing and verifying share one implementation.
  */
 export function buildDeliveryHeaders(input: DeliveryHeadersInput): Record<string, string> {

@@ -8,7 +8,7 @@ import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { startChainProcess } from './support/chainProcess.js';
 
-// `npm run chain` standalone, with the service's RPC backend launching on it (SPEC §10, §12).
+// `npm run chain` standalone, with the service's RPC backend launching on it (docs/chain.md, docs/architecture.md).
 describe('npm run chain', () => {
   const dir = mkdtempSync(join(tmpdir(), 'chain-proc-'));
   let chain: Awaited<ReturnType<typeof startChainProcess>>;

@@ -21,7 +21,7 @@ import { startChainRpcServer, type ChainRpcServer } from '../../src/chain/embedd
 import { StepHarness, samplePlan, tempDatabase } from './support/fixtures.js';
 import { ataBalance, readMintBack } from './support/readBack.js';
 
-// The embedded chain as a local cluster (SPEC §10), driven by web3.js `Connection` itself.
+// The embedded chain as a local cluster (docs/chain.md), driven by web3.js `Connection` itself.
 describe('embedded chain JSON-RPC server', () => {
   let tmp: Awaited<ReturnType<typeof tempDatabase>>;
   let opened: OpenedDatabase;

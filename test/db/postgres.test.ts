@@ -13,7 +13,7 @@ import { commitEvents, createTestDb, insertLaunch as insertWebhookLaunch, newSec
 
 // The PostgreSQL half only (TEST_DATABASE_URL): claims by several processes at once, which SQLite
 // (one writer, one process per data directory) cannot have.
-describe.skipIf(!onPostgres)('PostgreSQL (SPEC §12)', () => {
+describe.skipIf(!onPostgres)('PostgreSQL (docs/architecture.md, SQLite and PostgreSQL)', () => {
   let t: TestDb;
   /** Separate pools: separate connections, as separate service processes would have. */
   const pools: Array<{ db: Db; close(): Promise<void> }> = [];

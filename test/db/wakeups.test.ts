@@ -4,7 +4,7 @@ import { createPostgresWakeups, WAKE_CHANNEL, type Wakeups } from '../../src/db/
 import { silentLogger } from '../../src/lib/logger.js';
 import { createPostgresDatabase, onPostgres } from '../support/database.js';
 
-// LISTEN/NOTIFY wake-ups between instances (SPEC §12). PostgreSQL only: without TEST_DATABASE_URL
+// LISTEN/NOTIFY wake-ups between instances (docs/architecture.md, SQLite and PostgreSQL). PostgreSQL only: without TEST_DATABASE_URL
 // the file is skipped (SQLite has one process and wakes in-process).
 if (!onPostgres) console.log('wakeups.test.ts: skipped, no TEST_DATABASE_URL (PostgreSQL) set');
 

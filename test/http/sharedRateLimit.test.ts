@@ -8,7 +8,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createTestDb, type TestDb } from '../support/webhooks.js';
 
-// SPEC §12: a rate limit holds across instances. Two apps (as two service instances would have) on
+// docs/architecture.md, SQLite and PostgreSQL: a rate limit holds across instances. Two apps (as two service instances would have) on
 // one database, each with its own limiter object: together they admit the limit per window, not twice it.
 
 const LIMIT = 60;

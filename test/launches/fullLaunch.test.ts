@@ -43,7 +43,7 @@ describe.skipIf(missing.length > 0)(`full spl-token launch with vesting, DAO and
     const got = ((await (await t.request(`/api/launches/${launch.id}`, { key })).json()) as any).launch;
     expect(got.error).toBeNull();
     expect(got.status).toBe('complete');
-    // Completing the launch created its watches in the same transaction (SPEC §9).
+    // Completing the launch created its watches in the same transaction (docs/watcher.md).
     expect(got.watches.map((w: any) => [w.kind, w.address, w.state])).toEqual([
       ['dao', got.results.dao.realm, 'active'],
       ['pool', got.results.pool.address, 'active'],

@@ -46,7 +46,7 @@ async function setup() {
   const launch = () => service.db.selectFrom('launches').selectAll().where('id', '=', launchId).executeTakeFirstOrThrow();
   const steps = () => service.db.selectFrom('launch_steps').select(['name', 'status']).where('launch_id', '=', launchId).orderBy('position').execute();
   /**
-   * Time passes beyond the lease. On PostgreSQL leases run on the database clock (SPEC §12), which a
+   * Time passes beyond the lease. On PostgreSQL leases run on the database clock (docs/architecture.md, SQLite and PostgreSQL), which a
    * test cannot jump, so the lease's deadline is moved into the past instead.
    */
   const pastLease = async () => {

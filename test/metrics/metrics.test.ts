@@ -46,7 +46,7 @@ describe('GET /metrics', () => {
     return res.text;
   };
 
-  it('exports the SPEC names in a format a Prometheus parser reads, with counters that move with requests and deliveries', async () => {
+  it('exports the documented names in a format a Prometheus parser reads, with counters that move with requests and deliveries', async () => {
     const before = parsePrometheusText(await scrape());
     expect(sumSamples(before, 'launch_service_webhook_attempts_total')).toBe(0);
 

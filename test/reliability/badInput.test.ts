@@ -154,7 +154,7 @@ describe('bad-input probe', () => {
     expect(statuses.every((s) => s >= 400 && s < 500)).toBe(true);
   });
 
-  it('refuses text the chain or a wallet would mangle, nested and mis-encoded bodies, and wrong types, without a 5xx or a launch (issue #11)', async () => {
+  it('refuses text the chain or a wallet would mangle, nested and mis-encoded bodies, and wrong types, without a 5xx or a launch', async () => {
     const json = (body: unknown, extra: Record<string, string> = {}): Pick<ProbeCase, 'headers' | 'body'> => ({ headers: { 'content-type': 'application/json', ...extra }, body: typeof body === 'string' ? body : JSON.stringify(body) });
     const launch = (label: string, init: Pick<ProbeCase, 'headers' | 'body'>): ProbeCase => ({ label, method: 'POST', path: '/api/launches', auth: 'writer', ...init });
     const cases: ProbeCase[] = [

@@ -17,7 +17,7 @@ import { launchBody } from '../support/fixtures.js';
 import { startChildService, type ChildService } from './support/childService.js';
 import { startRecordingReceiver, type RecordingReceiver } from './support/recordingReceiver.js';
 
-// SPEC §12, issue #16: three service processes on one PostgreSQL database and one chain
+// docs/architecture.md, SQLite and PostgreSQL: three service processes on one PostgreSQL database and one chain
 // (`npm run chain`), a real receiver on 127.0.0.1. PostgreSQL only: SQLite is one process per data
 // directory by design.
 if (!onPostgres) console.log('instances.test.ts: skipped, no TEST_DATABASE_URL (PostgreSQL) set');

@@ -15,7 +15,7 @@ import { launchBody } from '../support/fixtures.js';
 import { startChildService, type ChildService } from './support/childService.js';
 import { startRecordingReceiver, type RecordingReceiver } from './support/recordingReceiver.js';
 
-// SPEC §12: two service processes on one PostgreSQL database and one chain (`npm run chain`). One
+// docs/architecture.md, SQLite and PostgreSQL: two service processes on one PostgreSQL database and one chain (`npm run chain`). One
 // is frozen with SIGSTOP while it holds leases (launches mid-step, webhook attempts in flight), the
 // other must take its work over once those leases expire and finish everything while it is still
 // frozen; then the frozen one is woken (SIGCONT) with every lease it holds long gone — a zombie —

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { openDatabase, openPostgres, type Db } from '../../src/db/database.js';
 
 /**
- * Which database the suite runs on (SPEC §12): SQLite files by default; with
+ * Which database the suite runs on (docs/architecture.md, SQLite and PostgreSQL): SQLite files by default; with
  * `TEST_DATABASE_URL=postgres://…` (set by `.ci/run` and `npm test` when a server is available) every
  * test that uses the database through this folder runs on PostgreSQL, each in a database of its own
  * created fresh from that server and dropped after.
@@ -56,7 +56,7 @@ export async function refuseInserts(db: Db, table: string, only?: { column: stri
 
 /**
  * Lets `ms` of lease time pass: the test's clock advances, and on PostgreSQL — where leases run on
- * the database server's clock (SPEC §12), which a test cannot jump — every live lease deadline
+ * the database server's clock (docs/architecture.md, SQLite and PostgreSQL), which a test cannot jump — every live lease deadline
  * (launches, deliveries, watches) moves `ms` into the past instead, which is the same to a claim.
  */
 export async function passLeaseTime(db: Db, clock: { advance(ms: number): void }, ms: number): Promise<void> {

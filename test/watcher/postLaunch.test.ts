@@ -29,7 +29,7 @@ const GOV = SPL_GOVERNANCE_PROGRAM_ID;
 const RECORD = process.env.RECORD_WATCHER_FIXTURES === '1';
 const FIXTURES = join(import.meta.dirname, 'fixtures', 'recorded');
 
-// The post-launch scenario of issue #13 on the embedded chain with the real programs: a launch with
+// The post-launch scenario on the embedded chain with the real programs: a launch with
 // vesting and a DAO, then the beneficiary claims and the creator proposes and votes, while the
 // watcher reports each action through the outbox.
 describe.skipIf(!haveBinaries(...NEEDED))(`after the launch: the watcher reports claims, proposals and votes${needs(...NEEDED)}`, () => {

@@ -99,7 +99,7 @@ describe('chain watcher on the embedded chain', () => {
     // Downtime: two more transfers land while no watcher runs.
     sigs.push(await transfer(1_000_004), await transfer(1_000_005));
     // The dead worker's lease (1 s) expires: the next worker's clock runs 2 s ahead (SQLite leases
-    // follow it); on PostgreSQL leases follow the database clock (SPEC §12), so passLeaseTime moves
+    // follow it); on PostgreSQL leases follow the database clock (docs/architecture.md, SQLite and PostgreSQL), so passLeaseTime moves
     // the deadline 2 s into the past instead of waiting for it.
     const workerClock = { offsetMs: 0, advance: (ms: number) => (workerClock.offsetMs += ms) };
     await passLeaseTime(t.db, workerClock, 2000);
@@ -257,7 +257,7 @@ describe('chain watcher on the embedded chain', () => {
     await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 0, lease_owner: null }).where('launch_id', '=', launchId).execute();
     const [first] = await claimDueWatches(t.db, { owner: 'a', now, leaseMs: 1000, limit: 1 });
     // The lease expires: on SQLite the lease clock jumps past it; on PostgreSQL leases run on the
-    // database clock (SPEC §12), so the row's deadline is moved into the past instead.
+    // database clock (docs/architecture.md, SQLite and PostgreSQL), so the row's deadline is moved into the past instead.
     if (onPostgres) await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ lease_expires_at: 0 }).where('launch_id', '=', launchId).execute();
     const [second] = await claimDueWatches(t.db, { owner: 'b', now: now + 2000, leaseMs: 1000, limit: 1 });
     expect(first && second && second.fence).toBe(Number(first?.fence) + 1);

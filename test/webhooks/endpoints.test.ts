@@ -34,7 +34,7 @@ function standardWebhooksVerify(secret: string, headers: ReceivedRequest['header
     });
 }
 
-describe('webhook endpoints (SPEC §13)', () => {
+describe('webhook endpoints (docs/webhooks.md)', () => {
   let tdb: TestDb;
   let launchReceiver: Receiver;
   let hooks: Receiver[];

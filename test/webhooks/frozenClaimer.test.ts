@@ -10,7 +10,7 @@ import { createWebhookEngine } from '../../src/webhooks/engine.js';
 import { onPostgres } from '../support/database.js';
 import { commitEvents, createTestDb, engineConfig, insertLaunch, startReceiver, type Receiver, type TestDb } from '../support/webhooks.js';
 
-// SPEC §12: instances on one PostgreSQL database take turns on one claim lock (a transaction-scoped
+// docs/architecture.md, SQLite and PostgreSQL: instances on one PostgreSQL database take turns on one claim lock (a transaction-scoped
 // advisory lock, src/webhooks/sql/claimDeliveries.ts). An instance frozen inside its claim's
 // transaction — a real process stopped with SIGSTOP — must not stop every other instance's
 // deliveries: the server ends a session idle inside a transaction after

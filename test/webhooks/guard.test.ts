@@ -36,7 +36,7 @@ const FORBIDDEN: Array<[string, string]> = [
   ['::ffff:169.254.169.254', 'IPv4-mapped metadata'],
   ['::ffff:8.8.8.8', 'IPv4-mapped public (refused outright)'],
   ['64:ff9b::a00:1', 'NAT64 of 10.0.0.1'],
-  // Special-purpose ranges the earlier hand-written list missed (issue #11).
+  // Special-purpose ranges the earlier hand-written list missed.
   ['2001::1', 'Teredo 2001::/32'],
   ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo'],
   ['::ffff:0:7f00:1', 'IPv4-translated ::ffff:0:0:0/96'],

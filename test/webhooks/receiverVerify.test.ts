@@ -33,7 +33,7 @@ describe('verifyWebhook (packages/webhooks)', () => {
       expect(verifyWebhook(Buffer.from(body), new Headers(headers), [generateSecret(), old], { now }).eventId).toBe(scheme === 'standard' ? 'evt_1' : undefined);
       expect(reason(() => verifyWebhook(body, headers, generateSecret(), { now }))).toBe('signature_mismatch');
     }
-    // The service scheme's list is space-separated sha256= entries (SPEC §13).
+    // The service scheme's list is space-separated sha256= entries (docs/webhooks.md).
     const service = signatureHeaders({ scheme: 'service', secrets: [fresh, old], messageId: 'evt_1', timestampSeconds: ts, body });
     const expected = [fresh, old].map((s) => `sha256=${createHmac('sha256', s).update(`${ts}.${body}`).digest('hex')}`).join(' ');
     expect(service['x-service-signature']).toBe(expected);

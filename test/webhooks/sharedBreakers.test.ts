@@ -6,7 +6,7 @@ import { createWebhookEngine, type WebhookEngine } from '../../src/webhooks/engi
 import type { AttemptOutcome } from '../../src/webhooks/httpClient.js';
 import { commitEvents, createTestDb, engineConfig, insertLaunch, newSecretBox, startReceiver, type Receiver, type TestDb } from '../support/webhooks.js';
 
-// Several instances on one database (SPEC §12): the database is the breakers' authority. Each
+// Several instances on one database (docs/architecture.md, SQLite and PostgreSQL): the database is the breakers' authority. Each
 // "instance" here is a webhook engine of its own (its own dispatcher, breaker registry and lease
 // owner id) on the same database, as separate processes would be.
 

@@ -116,7 +116,7 @@ const blockhashNotFound = () =>
   new RpcError(-32002, 'Transaction simulation failed: Blockhash not found', { err: 'BlockhashNotFound', logs: [], accounts: null, unitsConsumed: 0, returnData: null });
 
 /**
- * The Solana JSON-RPC methods the embedded chain answers (SPEC §10): what `@solana/web3.js`
+ * The Solana JSON-RPC methods the embedded chain answers (docs/chain.md): what `@solana/web3.js`
  * `Connection`, the Solana CLI and wallets use to read accounts, send and confirm transactions,
  * and read history. Every answer comes from the same chain the service launches on.
  */

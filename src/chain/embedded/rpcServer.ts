@@ -51,7 +51,7 @@ export interface ChainRpcServer {
 
 /**
  * Serves the embedded chain as a local cluster: Solana JSON-RPC over HTTP (POST, single or batch
- * requests; CORS open so browser wallets pointed at a custom RPC can use it). SPEC §10.
+ * requests; CORS open so browser wallets pointed at a custom RPC can use it). See docs/chain.md.
  */
 export async function startChainRpcServer(options: { chain: EmbeddedBackend; host: string; port: number; logger: Logger }): Promise<ChainRpcServer> {
   const logger = options.logger.child({ component: 'chain-rpc' });

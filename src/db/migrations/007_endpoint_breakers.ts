@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 // Frozen once landed. Circuit breakers are keyed by endpoint (scheme, host, port and path) instead
-// of by host, so customers sharing a host do not stall each other (issue #11):
+// of by host, so customers sharing a host do not stall each other:
 // - deliveries.endpoint holds each delivery's breaker key, backfilled from its URL;
 // - endpoint_breakers replaces breaker_states (host-level state cannot be split into endpoints:
 //   breakers start closed after the upgrade and re-open on their endpoint's own failures).

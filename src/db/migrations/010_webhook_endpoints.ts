@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 
-// Frozen once landed. Owner-level webhook endpoints (SPEC §13) and the endpoint a delivery goes to
+// Frozen once landed. Owner-level webhook endpoints (docs/webhooks.md) and the endpoint a delivery goes to
 // (null: the launch's own webhookUrl). Secrets are sealed with SECRET_KEY like launch secrets; during
 // a rotation the previous one is kept until `previous_secret_expires_at`.
 

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 
-// Frozen once landed. Several instances on one database (SPEC §12, issue #16):
+// Frozen once landed. Several instances on one database (docs/architecture.md, SQLite and PostgreSQL):
 // - endpoint_breakers becomes the authority for every instance: `version` makes each state change a
 //   compare-and-set, and `trial_owner`/`trial_until` is the one half-open trial lease across instances;
 // - rate_limit_windows counts API requests per subject and fixed window, shared by every instance.

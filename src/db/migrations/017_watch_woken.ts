@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 
-// Frozen once landed. A wake-up that lands while a watch is leased by a running pass (SPEC §9): the
+// Frozen once landed. A wake-up that lands while a watch is leased by a running pass (docs/watcher.md): the
 // pass may have read history before the activity, and its commit sets the next check a full
 // interval away. `woken_at` records the wake-up (cleared when a pass claims the watch), and the
 // commit keeps the next check no later than it.

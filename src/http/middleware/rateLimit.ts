@@ -26,7 +26,7 @@ export interface RequestLimiter {
 }
 
 /**
- * The limiter for this database (SPEC §12): on SQLite one process owns the data directory, so its
+ * The limiter for this database (docs/architecture.md, SQLite and PostgreSQL): on SQLite one process owns the data directory, so its
  * windows live in memory (no write per request); on PostgreSQL several instances share the budget
  * through the `rate_limit_windows` table.
  */

@@ -49,7 +49,7 @@ export function createLaunchRoutes(deps: LaunchRouteDeps): Hono<AppEnv> {
     const auth = requireScope(c, 'launches:read');
     const launch = await findLaunch(deps.db, c.req.param('id'), auth.isAdmin ? undefined : auth.owner);
     if (!launch) throw notFound(`Launch ${c.req.param('id')} not found`);
-    // What the chain watcher follows since the launch completed (SPEC §9), with cursors and last activity.
+    // What the chain watcher follows since the launch completed (docs/watcher.md), with cursors and last activity.
     return c.json({ launch: { ...presentLaunch(launch, await findSteps(deps.db, launch.id)), watches: await listWatches(deps.db, launch.id) } });
   });
 

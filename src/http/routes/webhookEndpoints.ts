@@ -27,7 +27,7 @@ export interface WebhookEndpointRouteDeps {
 // An owner sees only its own endpoints (another owner's id answers 404); admin sees every owner's.
 const scopeOwner = (auth: AuthContext) => (auth.isAdmin ? undefined : auth.owner);
 
-/** `/webhook-endpoints` (SPEC §13): owner-level endpoints, rotation, recover, stats. Mount at `/webhook-endpoints`. */
+/** `/webhook-endpoints` (docs/webhooks.md): owner-level endpoints, rotation, recover, stats. Mount at `/webhook-endpoints`. */
 export function createWebhookEndpointRoutes(deps: WebhookEndpointRouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const options = { requireHttps: deps.production };

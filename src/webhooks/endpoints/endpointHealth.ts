@@ -13,7 +13,7 @@ export interface EndpointFailureInput {
 }
 
 /**
- * Endpoint health after a failed attempt (SPEC §13): a 410 answer disables the endpoint at once; a
+ * Endpoint health after a failed attempt (docs/webhooks.md): a 410 answer disables the endpoint at once; a
  * failure starts (or continues) its failing run and disables it once the run lasts
  * `disableAfterMs`. Returns the reason when this attempt disabled it. A success ends the run in the
  * transaction that settles it ({@link endFailingRuns}).
@@ -36,7 +36,7 @@ export async function noteEndpointFailure(db: Db, input: EndpointFailureInput): 
 const endTexts: string[] = [];
 
 /**
- * Ends the failing runs of endpoints that just took a delivery (SPEC §13: a success resets the run).
+ * Ends the failing runs of endpoints that just took a delivery (docs/webhooks.md: a success resets the run).
  * Runs inside the dispatcher's settling transaction, one statement for the turn's endpoints, and
  * writes nothing for an endpoint that was not failing (the usual case).
  */

@@ -1,6 +1,6 @@
 import { EVENT_DATA_SCHEMAS } from '../eventSchemas.js';
 
-/** Every event kind an endpoint can subscribe to (docs/events.md and §9): the documented ones. */
+/** Every event kind an endpoint can subscribe to (docs/events.md, docs/watcher.md): the documented ones. */
 export const SUBSCRIBABLE_KINDS: readonly string[] = Object.keys(EVENT_DATA_SCHEMAS);
 
 const GROUPS = new Set(SUBSCRIBABLE_KINDS.map((k) => k.split('.')[0]));

@@ -4,7 +4,7 @@ import { percentile } from '../../lib/percentile.js';
 export const STATS_WINDOW_MS = 24 * 3600_000;
 
 
-/** Attempts to one endpoint in the 24 h before `now`: success rate and p50/p99 latency (SPEC §13). */
+/** Attempts to one endpoint in the 24 h before `now`: success rate and p50/p99 latency (docs/webhooks.md). */
 export async function endpointStats(db: DbOrTx, endpointId: string, now: number) {
   const from = now - STATS_WINDOW_MS;
   const attempts = await db

@@ -8,7 +8,7 @@ import { createRpcHandler } from '../../../src/chain/embedded/rpcServer.js';
 export type Fault = '429' | '503' | 'hang' | 'lost_response' | 'blockhash_not_found';
 
 /**
- * The embedded chain's own JSON-RPC handler (the product's local cluster, SPEC §10) behind an HTTP
+ * The embedded chain's own JSON-RPC handler (the product's local cluster, docs/chain.md) behind an HTTP
  * server that can inject transport faults: 429s, 503s, hangs, lost responses.
  */
 export interface RpcDouble {
