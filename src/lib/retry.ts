@@ -1,9 +1,30 @@
 /** Failure classes shared by the launch runner and the chain backends (docs/api.md). */
 
-/** A failure worth retrying with backoff (RPC timeout, 429/5xx, blockhash expired, breaker open). */
+/** The codes of {@link TransientError}: a typed first argument, so a swapped (message, code) does not compile. */
+export type TransientCode =
+  | 'account_underfunded'
+  | 'blockhash_expired'
+  | 'breaker_open'
+  | 'chain_persist_failed'
+  | 'chain_unavailable'
+  | 'confirm_timeout'
+  | 'internal_error'
+  | 'rpc_error'
+  | 'rpc_rate_limited'
+  | 'rpc_timeout'
+  | 'rpc_unavailable'
+  | 'transaction_not_found';
+
+/** The codes of {@link NonRetriableError} (docs/api.md, Launch lifecycle). */
+export type NonRetriableCode = 'chain_capability_missing' | 'insufficient_balance' | 'internal_error' | 'invalid_configuration' | 'program_error';
+
+/**
+ * A failure worth retrying with backoff (RPC timeout, 429/5xx, blockhash expired, breaker open).
+ * Every coded error takes (code, message, options), as {@link NonRetriableError} does.
+ */
 export class TransientError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: TransientCode,
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -18,7 +39,7 @@ export class TransientError extends Error {
  */
 export class NonRetriableError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: NonRetriableCode,
     message: string,
     options?: { cause?: unknown },
   ) {

@@ -1,5 +1,5 @@
 import { PublicKey, type AccountInfo } from '@solana/web3.js';
-import { NonRetriableError, TransientError } from '../../../lib/retry.js';
+import { NonRetriableError, TransientError, type NonRetriableCode, type TransientCode } from '../../../lib/retry.js';
 import { ProgramFileError } from '../programs.js';
 
 /**
@@ -92,8 +92,8 @@ export function toWireError(error: unknown): WireError {
 }
 
 export function fromWireError(wire: WireError): Error {
-  if (wire.name === 'TransientError') return new TransientError(wire.code ?? 'internal_error', wire.message);
-  if (wire.name === 'NonRetriableError') return new NonRetriableError(wire.code ?? 'internal_error', wire.message);
+  if (wire.name === 'TransientError') return new TransientError((wire.code ?? 'internal_error') as TransientCode, wire.message);
+  if (wire.name === 'NonRetriableError') return new NonRetriableError((wire.code ?? 'internal_error') as NonRetriableCode, wire.message);
   if (wire.programFile) return new ProgramFileError(wire.programFile.path, wire.programFile.programId, wire.programFile.reason);
   const error = new Error(wire.message);
   error.name = wire.name;
