@@ -4,6 +4,7 @@
  */
 import type { Hono } from 'hono';
 import type { RequiredProgram } from '../chain/steps/index.js';
+import { DEFAULT_OWNER_LIMITS, type OwnerLimits } from '../config/config.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Db, Tx } from '../db/database.js';
 import type { DeadLetterRow } from '../db/schema.js';
@@ -35,14 +36,17 @@ export interface WebhookRouteDeps {
   requeueLaunch(trx: Tx, deadLetter: DeadLetterRow): Promise<void>;
   /** Wakes the launch runner after a launch retry commits. */
   wakeRunner(): void;
+  /** Per-owner bounds (default: DEFAULT_OWNER_LIMITS). */
+  ownerLimits?: OwnerLimits;
 }
 
 /** The webhook test, delivery and dead-letter routes. */
 export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
   const { db, clock, engine } = deps;
+  const limits = deps.ownerLimits ?? DEFAULT_OWNER_LIMITS;
   return [
     ['/', createWebhookTestRoutes({ clock, client: engine.client, breakers: engine.breakers, testSecret: deps.testSecret })],
-    ['/', createDeliveryRoutes({ db, clock, signal: engine.signal })],
+    ['/', createDeliveryRoutes({ db, clock, signal: engine.signal, maxRedeliveries: limits.redeliveries })],
     ['/', createBreakerRoutes({ db, breakers: engine.breakers, signal: engine.signal })],
     [
       '/',
@@ -50,7 +54,8 @@ export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
         db,
         clock,
         requeueLaunch: deps.requeueLaunch,
-        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, deliveryId: dl.delivery_id })),
+        redeliver: async (trx, dl) =>
+          void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, deliveryId: dl.delivery_id }, limits.redeliveries)),
         wake: (kind) => {
           engine.signal.notify();
           if (kind === 'launch') deps.wakeRunner();
@@ -76,6 +81,7 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
 /** Every route of the service. */
 export function apiRoutes(deps: ApiRouteDeps): RouteList {
   const { db, clock } = deps;
+  const limits = deps.ownerLimits ?? DEFAULT_OWNER_LIMITS;
   return [
     ['/', createHealthRoutes(deps.health)],
     ['/', createOpenApiRoutes({ version: deps.version })],
@@ -89,10 +95,18 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
         requestHashKey: deps.requestHashKey,
         signal: deps.launchSignal,
         checkCapabilities: deps.checkCapabilities,
+        maxLaunchesInFlight: limits.launchesInFlight,
       }),
     ],
     ['/launches', createLaunchDestinationRoutes({ db, clock, secretBox: deps.secretBox, production: deps.production, signal: deps.engine.signal })],
-    ['/webhook-endpoints', createWebhookEndpointRoutes({ db, clock, secretBox: deps.secretBox, production: deps.production, signal: deps.engine.signal })],
+    ['/webhook-endpoints', createWebhookEndpointRoutes({
+        db,
+        clock,
+        secretBox: deps.secretBox,
+        production: deps.production,
+        signal: deps.engine.signal,
+        maxEndpoints: limits.endpoints,
+      }),],
     ...webhookRoutes(deps),
   ];
 }

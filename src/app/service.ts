@@ -199,11 +199,13 @@ export async function createService(
       health,
       breakers: webhooks.breakers,
       signal: webhooks.signal,
+      maxRedeliveries: config.ownerLimits.redeliveries,
       deadLetters: {
         db,
         clock,
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
-        redeliver: async (trx, dl) => void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, deliveryId: dl.delivery_id })),
+        redeliver: async (trx, dl) =>
+          void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, deliveryId: dl.delivery_id }, config.ownerLimits.redeliveries)),
         wake: (kind) => {
           webhooks.signal.notify();
           if (kind === 'launch') wakeLaunches();
@@ -232,6 +234,7 @@ export async function createService(
         checkCapabilities: (request) => checkCapabilities(chain, request),
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
         wakeRunner: wakeLaunches,
+        ownerLimits: config.ownerLimits,
       }),
       observe: observeRequests(metrics),
       pages: [

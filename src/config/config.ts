@@ -59,6 +59,8 @@ export interface Config {
   breaker: { failureThreshold: number; resetTimeoutMs: number };
   /** Owner webhook endpoints (docs/webhooks.md): disabled after failing continuously this long. */
   endpoints: { disableAfterMs: number };
+  /** Per-owner bounds (docs/architecture.md, "Limits and fairness"); over one: 409 limit_reached. */
+  ownerLimits: OwnerLimits;
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
   /** Bound on receiving a request's headers and body, and open connections per client address (0: no cap). */
@@ -70,6 +72,19 @@ export interface Config {
   /** `/metrics`, the dashboard (README.md, Operations). */
   ops: OpsConfig;
 }
+
+/** What one owner may hold at once; each is refused past its bound with nothing created. */
+export interface OwnerLimits {
+  /** MAX_ENDPOINTS_PER_OWNER: webhook endpoints of one owner. */
+  endpoints: number;
+  /** MAX_LAUNCHES_IN_FLIGHT_PER_OWNER: launches of one owner queued or processing. */
+  launchesInFlight: number;
+  /** MAX_REDELIVERIES_PER_DELIVERY: fresh attempt series of one event to one destination after the first. */
+  redeliveries: number;
+}
+
+/** The bounds when nothing is set (docs/configuration.md). */
+export const DEFAULT_OWNER_LIMITS: Readonly<OwnerLimits> = { endpoints: 20, launchesInFlight: 50, redeliveries: 20 };
 
 export interface OpsConfig {
   /** When set, `GET /metrics` needs `Authorization: Bearer <token>`. */
@@ -284,6 +299,11 @@ export function loadConfig(env: Env = process.env): Config {
       resetTimeoutMs: durationVar(env, 'BREAKER_RESET_TIMEOUT', 5 * 60_000),
     },
     endpoints: { disableAfterMs: durationVar(env, 'ENDPOINT_DISABLE_AFTER', 5 * 86_400_000) },
+    ownerLimits: {
+      endpoints: intVar(env, 'MAX_ENDPOINTS_PER_OWNER', DEFAULT_OWNER_LIMITS.endpoints, 1, 100_000),
+      launchesInFlight: intVar(env, 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER', DEFAULT_OWNER_LIMITS.launchesInFlight, 1, 1_000_000),
+      redeliveries: intVar(env, 'MAX_REDELIVERIES_PER_DELIVERY', DEFAULT_OWNER_LIMITS.redeliveries, 0, 10_000),
+    },
     rateLimitPerMinute: intVar(env, 'RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
     http: {

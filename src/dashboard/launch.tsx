@@ -27,12 +27,21 @@ interface WatchRow {
   ended_reason: string | null;
 }
 
-/** A launch with its steps, event log, deliveries with attempts, and watches (when the watcher's table exists). */
+/** The most deliveries and events the launch page shows (the API's deliveries and events lists page through all). */
+export const LAUNCH_ROWS = 200;
+
+/** A launch with its steps, event log, deliveries with attempts (the first {@link LAUNCH_ROWS} of each), and watches. */
 export async function loadLaunch(db: Db, id: string): Promise<LaunchDetail | undefined> {
   const launch = await db.selectFrom('launches').selectAll().where('id', '=', id).executeTakeFirst();
   if (!launch) return undefined;
   const steps = await db.selectFrom('launch_steps').selectAll().where('launch_id', '=', id).orderBy('position').execute();
-  const events = await db.selectFrom('outbox_events').select(['id', 'sequence', 'event', 'body', 'created_at']).where('launch_id', '=', id).orderBy('sequence').execute();
+  const events = await db
+    .selectFrom('outbox_events')
+    .select(['id', 'sequence', 'event', 'body', 'created_at'])
+    .where('launch_id', '=', id)
+    .orderBy('sequence')
+    .limit(LAUNCH_ROWS)
+    .execute();
   const deliveries = await db
     .selectFrom('deliveries as d')
     .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
@@ -40,6 +49,7 @@ export async function loadLaunch(db: Db, id: string): Promise<LaunchDetail | und
     .where('d.launch_id', '=', id)
     .orderBy('e.sequence')
     .orderBy('d.created_at')
+    .limit(LAUNCH_ROWS)
     .execute();
   // The watches table exists on every migrated database (migration 008).
   const watches = (await sql<WatchRow>`select kind, address, state, last_activity_at, next_check_at, ends_at, ended_reason from watches where launch_id = ${id} order by created_at`.execute(db)).rows;
@@ -164,6 +174,7 @@ export const LaunchPage: FC<{ user: DashboardUser; detail: LaunchDetail; cluster
       )}
       <h2>Webhook deliveries</h2>
       <DeliveryTable user={user} rows={detail.deliveries} attempts={detail.attempts} showLaunch={false} back={`/dashboard/launches/${launch.id}`} />
+      {detail.deliveries.length === LAUNCH_ROWS && <p class="muted">The first {LAUNCH_ROWS} deliveries; the API's GET /api/launches/{launch.id}/deliveries pages through all.</p>}
       <h2>Event log</h2>
       <div class="scroll">
         <table id="events">
@@ -187,6 +198,7 @@ export const LaunchPage: FC<{ user: DashboardUser; detail: LaunchDetail; cluster
             </tr>
           ))}
         </table>
+        {detail.events.length === LAUNCH_ROWS && <p class="muted">The first {LAUNCH_ROWS} events; the API's GET /api/launches/{launch.id}/events pages through all.</p>}
       </div>
     </>
   );

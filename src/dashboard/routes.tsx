@@ -37,6 +37,8 @@ export interface DashboardDeps {
   breakers: Pick<BreakerRegistry, 'snapshot' | 'list' | 'reset'>;
   /** Wakes the dispatcher after a redelivery or a breaker reset. */
   signal: OutboxSignal;
+  /** MAX_REDELIVERIES_PER_DELIVERY (default: the service's). */
+  maxRedeliveries?: number;
   /** The dead-letter retry's collaborators (the same the API's retry uses). */
   deadLetters: DeadLetterRetryDeps;
 }
@@ -176,7 +178,7 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
     const original = await getDelivery(deps.db, c.req.param('id'));
     if (!original || !canSee(u, original.owner)) throw new NotFoundError('Delivery not found');
     if (!u.isAdmin && !u.scopes.includes('launches:write')) throw new NotFoundError('Redelivery needs the launches:write scope');
-    await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id, deliveryId: original.id });
+    await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id, deliveryId: original.id }, deps.maxRedeliveries);
     deps.signal.notify();
     return c.redirect(withNotice(backTo(field(c.get('form'), 'back'), '/dashboard/deliveries'), 'redelivered'), 303);
   });

@@ -43,3 +43,16 @@ export function orderedJoin(db: Kysely<any>): RawBuilder<unknown> {
 export function withoutIndex(db: Kysely<any>, column: string): RawBuilder<unknown> {
   return isPostgres(db) ? sql.ref(column) : sql`+${sql.ref(column)}`;
 }
+
+/**
+ * Serializes the transactions that check one bound and then write under it (`key`: what is
+ * counted, e.g. an owner's endpoints). On PostgreSQL a transaction-scoped advisory lock on the key's
+ * hash, held until commit, so two instances cannot both see room for one more; on SQLite nothing:
+ * one process owns the file and its transactions already run one at a time.
+ */
+const BOUND_LOCK_SPACE = 0x6c_6d_74; // 'lmt'
+
+export async function lockBound(db: Kysely<any>, key: string): Promise<void> {
+  // The two-key form: its key space never meets the single-key locks (the delivery claim's).
+  if (isPostgres(db)) await sql`select pg_advisory_xact_lock(${BOUND_LOCK_SPACE}, hashtext(${key}))`.execute(db);
+}

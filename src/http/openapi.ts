@@ -94,8 +94,22 @@ export function buildOpenApi(version: string): Json {
         },
       },
       '/api/launches/{id}': { get: { summary: 'A launch with its steps', security: bearer, parameters: [idParam('id')], responses: { 200: json({ type: 'object', properties: { launch: ref('Launch') } }, 'The launch'), ...errors(401, 403, 404) }  }, patch: patchLaunchOperation },
-      '/api/launches/{id}/deliveries': { get: { summary: 'Webhook deliveries of a launch with every attempt', security: bearer, parameters: [idParam('id')], responses: { 200: { description: '{deliveries: [...]}' }, ...errors(401, 403, 404) } } },
-      '/api/deliveries/{id}/redeliver': { post: { summary: 'Queue a fresh delivery of that event', security: bearer, parameters: [idParam('id')], responses: { 202: { description: '{delivery}' }, ...errors(401, 403, 404) } } },
+      '/api/launches/{id}/deliveries': {
+        get: {
+          summary: 'Webhook deliveries of a launch with every attempt, oldest first',
+          security: bearer,
+          parameters: [idParam('id'), ...pageParams],
+          responses: { 200: { description: '{deliveries: [...], pagination}' }, ...errors(400, 401, 403, 404) },
+        },
+      },
+      '/api/deliveries/{id}/redeliver': {
+        post: {
+          summary: 'Queue a fresh delivery of that event (409 limit_reached past MAX_REDELIVERIES_PER_DELIVERY)',
+          security: bearer,
+          parameters: [idParam('id')],
+          responses: { 202: { description: '{delivery}' }, ...errors(401, 403, 404, 409) },
+        },
+      },
       '/api/webhooks/test': {
         post: {
           summary: 'Send one simulated, signed event to a URL (no retry)',

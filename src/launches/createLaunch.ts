@@ -1,6 +1,9 @@
+import { DEFAULT_OWNER_LIMITS } from '../config/config.js';
 import type { Db, Tx } from '../db/database.js';
+import { lockBound } from '../db/dialect.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Clock } from '../lib/clock.js';
+import { LimitReachedError } from '../lib/errors.js';
 import { newSortableId } from '../lib/ids.js';
 import { newHandoff, recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 import type { LaunchRequest } from './request.js';
@@ -13,11 +16,14 @@ export interface CreateLaunchDeps {
   clock: Clock;
   secretBox: SecretBox;
   signal: OutboxSignal;
+  /** MAX_LAUNCHES_IN_FLIGHT_PER_OWNER (default {@link DEFAULT_OWNER_LIMITS}). */
+  maxLaunchesInFlight?: number;
 }
 
 /**
  * Persists a validated launch with its steps and emits `launch.queued` in the same transaction.
- * `inTransaction` runs extra writes (the idempotency record) atomically with the launch.
+ * `inTransaction` runs extra writes (the idempotency record) atomically with the launch. An owner
+ * with `maxLaunchesInFlight` launches queued or processing is refused ({@link LimitReachedError}).
  */
 export async function createLaunch(
   deps: CreateLaunchDeps,
@@ -27,7 +33,18 @@ export async function createLaunch(
   const now = deps.clock.now();
   const steps = stepsFor(args.request);
   let handoff = newHandoff();
+  const max = deps.maxLaunchesInFlight ?? DEFAULT_OWNER_LIMITS.launchesInFlight;
   await deps.db.transaction().execute(async (trx) => {
+    await lockBound(trx, `launches:${args.owner}`);
+    const { n } = await trx
+      .selectFrom('launches')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('owner', '=', args.owner)
+      .where('status', 'in', ['queued', 'processing'])
+      .executeTakeFirstOrThrow();
+    if (Number(n) >= max) {
+      throw new LimitReachedError(`This owner already has ${max} launches queued or processing, the most allowed; retry when one has finished`, 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER', max);
+    }
     await insertLaunch(trx, {
       id,
       owner: args.owner,

@@ -36,6 +36,16 @@ export class ConflictError extends DomainError {
   }
 }
 
+/**
+ * A per-owner bound is reached (docs/architecture.md, "Limits and fairness"): nothing was created.
+ * `limit` names the bound (its environment variable), `max` its value.
+ */
+export class LimitReachedError extends ConflictError {
+  constructor(message: string, limit: string, max: number) {
+    super(message, { limit, max }, 'limit_reached');
+  }
+}
+
 /** Well-formed input the service cannot act on (e.g. a program the chain lacks). */
 export class UnprocessableError extends DomainError {
   constructor(code: string, message: string, details?: unknown) {

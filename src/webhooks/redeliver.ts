@@ -1,6 +1,8 @@
+import { DEFAULT_OWNER_LIMITS } from '../config/config.js';
 import type { DbOrTx } from '../db/database.js';
+import { lockBound } from '../db/dialect.js';
 import type { Clock } from '../lib/clock.js';
-import { ConflictError } from '../lib/errors.js';
+import { ConflictError, LimitReachedError } from '../lib/errors.js';
 import { insertDelivery } from './outbox.js';
 import { getLaunchTarget } from './sql/deliveryQueries.js';
 
@@ -10,10 +12,34 @@ import { getLaunchTarget } from './sql/deliveryQueries.js';
  * or the webhook endpoint's current URL. Every caller (API, dead-letter retry, dashboard) names the
  * delivery, so none can send an endpoint's event to the launch's URL.
  * The event body, id and sequence are the stored ones, so receivers dedupe it.
+ * An event already sent `maxRedeliveries` times again to that destination (MAX_REDELIVERIES_PER_DELIVERY)
+ * is refused ({@link LimitReachedError}), nothing queued.
  * Notify the dispatcher after the surrounding transaction commits.
  */
-export async function redeliverEvent(db: DbOrTx, clock: Clock, event: { eventId: string; launchId: string; deliveryId?: string | null }): Promise<string> {
+export async function redeliverEvent(
+  db: DbOrTx,
+  clock: Clock,
+  event: { eventId: string; launchId: string; deliveryId?: string | null },
+  maxRedeliveries: number = DEFAULT_OWNER_LIMITS.redeliveries,
+): Promise<string> {
+  if (db.isTransaction) return redeliverIn(db, clock, event, maxRedeliveries);
+  return db.transaction().execute((trx) => redeliverIn(trx, clock, event, maxRedeliveries));
+}
+
+async function redeliverIn(db: DbOrTx, clock: Clock, event: { eventId: string; launchId: string; deliveryId?: string | null }, maxRedeliveries: number): Promise<string> {
   const endpointId = await endpointOfDelivery(db, event.deliveryId ?? null);
+  await lockBound(db, `redeliveries:${event.eventId}`);
+  // Every series of this event to this destination but the first is a redelivery.
+  const { n } = await db
+    .selectFrom('deliveries')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('launch_id', '=', event.launchId)
+    .where('event_id', '=', event.eventId)
+    .where('endpoint_id', endpointId === null ? 'is' : '=', endpointId)
+    .executeTakeFirstOrThrow();
+  if (Number(n) - 1 >= maxRedeliveries) {
+    throw new LimitReachedError(`This event was already redelivered ${maxRedeliveries} times to this destination, the most allowed`, 'MAX_REDELIVERIES_PER_DELIVERY', maxRedeliveries);
+  }
   if (endpointId) {
     const endpoint = await db.selectFrom('webhook_endpoints').select(['url', 'disabled_at']).where('id', '=', endpointId).executeTakeFirst();
     if (!endpoint) throw new ConflictError(`Webhook endpoint ${endpointId} was deleted; its deliveries cannot be repeated`);

@@ -4,16 +4,19 @@ import type { Clock } from '../../lib/clock.js';
 import type { OutboxSignal } from '../../webhooks/outbox.js';
 import { presentDelivery } from '../../webhooks/present.js';
 import { redeliverEvent } from '../../webhooks/redeliver.js';
-import { listAttempts } from '../../webhooks/sql/attempts.js';
+import { listAttempts, type AttemptRow } from '../../webhooks/sql/attempts.js';
 import { getDelivery, getLaunchTarget, listLaunchDeliveries } from '../../webhooks/sql/deliveryQueries.js';
 import type { AppEnv, AuthContext } from '../env.js';
 import { notFound } from '../errors.js';
 import { requireScope } from '../middleware/auth.js';
+import { paginationBlock, readPage } from '../pagination.js';
 
 export interface DeliveryRouteDeps {
   db: Db;
   clock: Clock;
   signal: OutboxSignal;
+  /** MAX_REDELIVERIES_PER_DELIVERY (default: the service's). */
+  maxRedeliveries?: number;
 }
 
 // Another owner's resource answers 404, so ids of other tenants cannot be probed.
@@ -28,19 +31,21 @@ export function createDeliveryRoutes(deps: DeliveryRouteDeps): Hono<AppEnv> {
     const launchId = c.req.param('id');
     const target = await getLaunchTarget(deps.db, launchId);
     if (!target || !visible(auth, target.owner)) throw notFound(`Launch ${launchId} not found`);
-    const deliveries = await listLaunchDeliveries(deps.db, launchId);
-    const attempts = await listAttempts(
-      deps.db,
-      deliveries.map((d) => d.id),
-    );
-    return c.json({ deliveries: deliveries.map((d) => presentDelivery(d, attempts.filter((a) => a.delivery_id === d.id))) });
+    const page = readPage((n) => c.req.query(n), { defaultLimit: 50, maxLimit: 200 });
+    const { rows, total } = await listLaunchDeliveries(deps.db, launchId, page);
+    const byDelivery = new Map<string, AttemptRow[]>();
+    for (const a of await listAttempts(deps.db, rows.map((d) => d.id))) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
+    return c.json({
+      deliveries: rows.map((d) => presentDelivery(d, byDelivery.get(d.id) ?? [])),
+      pagination: paginationBlock(page, rows.length, total),
+    });
   });
 
   app.post('/deliveries/:id/redeliver', async (c) => {
     const auth = requireScope(c, 'launches:write');
     const original = await getDelivery(deps.db, c.req.param('id'));
     if (!original || !visible(auth, original.owner)) throw notFound(`Delivery ${c.req.param('id')} not found`);
-    const id = await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id, deliveryId: original.id });
+    const id = await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id, deliveryId: original.id }, deps.maxRedeliveries);
     deps.signal.notify();
     const created = await getDelivery(deps.db, id);
     if (!created) throw new Error(`redelivery ${id} vanished`);

@@ -22,6 +22,8 @@ export interface WebhookEndpointRouteDeps {
   production: boolean;
   /** Wakes the dispatcher after deliveries were queued (recover, enable). */
   signal: OutboxSignal;
+  /** MAX_ENDPOINTS_PER_OWNER (default: the service's). */
+  maxEndpoints?: number;
 }
 
 // An owner sees only its own endpoints (another owner's id answers 404); admin sees every owner's.

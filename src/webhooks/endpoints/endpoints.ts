@@ -3,7 +3,9 @@ import type { SecretBox } from '../../crypto/secretBox.js';
 import type { Db } from '../../db/database.js';
 import type { WebhookEndpointRow } from '../../db/schema.js';
 import type { Clock } from '../../lib/clock.js';
-import { NotFoundError } from '../../lib/errors.js';
+import { DEFAULT_OWNER_LIMITS } from '../../config/config.js';
+import { lockBound } from '../../db/dialect.js';
+import { LimitReachedError, NotFoundError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { endpointKey } from '../endpointKey.js';
 import { endpointHost } from '../outbox.js';
@@ -14,6 +16,8 @@ export interface EndpointDeps {
   db: Db;
   clock: Clock;
   secretBox: SecretBox;
+  /** MAX_ENDPOINTS_PER_OWNER (default {@link DEFAULT_OWNER_LIMITS}). */
+  maxEndpoints?: number;
 }
 
 /** Why an endpoint was disabled, as shown in `disabledReason`. */
@@ -23,7 +27,10 @@ export const DISABLED_FAILING = 'failing_continuously';
 
 const notFound = (id: string) => new NotFoundError(`Webhook endpoint ${id} not found`);
 
-/** Creates an endpoint with a fresh secret; the plaintext secret is returned here and never again. */
+/**
+ * Creates an endpoint with a fresh secret; the plaintext secret is returned here and never again.
+ * An owner holding `maxEndpoints` already is refused ({@link LimitReachedError}), nothing created.
+ */
 export async function createEndpoint(deps: EndpointDeps, owner: string, input: EndpointCreateInput): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
   const secret = generateSecret(32);
   const now = deps.clock.now();
@@ -43,7 +50,15 @@ export async function createEndpoint(deps: EndpointDeps, owner: string, input: E
     created_at: now,
     updated_at: now,
   };
-  await deps.db.insertInto('webhook_endpoints').values(row).execute();
+  const max = deps.maxEndpoints ?? DEFAULT_OWNER_LIMITS.endpoints;
+  await deps.db.transaction().execute(async (trx) => {
+    await lockBound(trx, `endpoints:${owner}`);
+    const { n } = await trx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('owner', '=', owner).executeTakeFirstOrThrow();
+    if (Number(n) >= max) {
+      throw new LimitReachedError(`This owner already has ${max} webhook endpoints, the most allowed; delete one first`, 'MAX_ENDPOINTS_PER_OWNER', max);
+    }
+    await trx.insertInto('webhook_endpoints').values(row).execute();
+  });
   return { endpoint: row, secret };
 }
 

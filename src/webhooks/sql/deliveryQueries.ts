@@ -120,9 +120,13 @@ export async function getDelivery(db: DbOrTx, deliveryId: string) {
 
 export type DeliveryView = NonNullable<Awaited<ReturnType<typeof getDelivery>>>;
 
-/** Every delivery of a launch, oldest first (by event sequence, then creation). */
-export async function listLaunchDeliveries(db: DbOrTx, launchId: string): Promise<DeliveryView[]> {
-  return deliveryViews(db).where('d.launch_id', '=', launchId).orderBy('e.sequence').orderBy('d.created_at').execute();
+/** One page of a launch's deliveries, oldest first (by event sequence, then creation), and how many it has in all. */
+export async function listLaunchDeliveries(db: DbOrTx, launchId: string, page: { limit: number; offset: number }): Promise<{ rows: DeliveryView[]; total: number }> {
+  const [rows, { n }] = await Promise.all([
+    deliveryViews(db).where('d.launch_id', '=', launchId).orderBy('e.sequence').orderBy('d.created_at').orderBy('d.id').limit(page.limit).offset(page.offset).execute(),
+    db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('launch_id', '=', launchId).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(n) };
 }
 
 /** The launch's owner and current webhook URL, or undefined when there is no such launch. */
