@@ -39,16 +39,34 @@ export const EVENT_DATA_SCHEMAS = {
     error: z.looseObject({ code: z.string(), message: z.string(), step: z.string().nullable() }),
     partialResults: z.record(z.string(), z.unknown()).describe('every address already created'),
   }),
-  'vesting.created': z.looseObject({ vestingContract: address }),
-  'dao.created': z.looseObject({ dao: z.looseObject({ realm: address, treasury: address }).optional(), realm: address.optional(), treasury: address.optional() }),
+  'vesting.created': z.looseObject({
+    vestingContract: address,
+    vesting: z.looseObject({
+      escrow: address,
+      recipient: address.describe('the beneficiary'),
+      mint: address,
+      amount: amount.describe('everything the escrow vests'),
+      schedule: z.looseObject({
+        startTime: z.number().describe('unix seconds'),
+        cliffTime: z.number().describe('unix seconds'),
+        frequencySeconds: z.number(),
+        cliffUnlockAmount: amount,
+        amountPerPeriod: amount,
+        numberOfPeriods: z.number().int(),
+      }),
+    }),
+  }),
+  'dao.created': z.looseObject({
+    dao: z.looseObject({ realm: address, governance: address, treasury: address, treasuryTokenAccount: address, treasuryAmount: amount, communityMint: address, name: z.string() }),
+  }),
   'vesting.cliff_reached': z.looseObject({ vestingContract: address, beneficiary: address, cliffTime: z.union([z.number(), z.string()]).optional(), unlockedAmount: amount.optional() }),
   'vesting.claimed': z.looseObject({ vestingContract: address, beneficiary: address, amount, totalClaimed: amount.optional(), remaining: amount.optional(), signature }),
-  'vesting.complete': z.looseObject({ vestingContract: address, totalClaimed: amount, signature: signature.optional() }),
+  'vesting.complete': z.looseObject({ vestingContract: address, totalClaimed: amount, signature: signature.optional(), closed: z.boolean().describe('true when the escrow was closed') }),
   'dao.proposal_created': z.looseObject({ realm: address, governance: address.optional(), proposal: address, name: z.string().optional(), proposer: address.optional(), signature: signature.optional() }),
   'dao.vote_cast': z.looseObject({ realm: address, proposal: address, voter: address, vote: z.string().describe('approve | deny | abstain | veto'), weight: amount, signature: signature.optional() }),
   'dao.proposal_passed': z.looseObject({ realm: address, proposal: address, state: z.string().optional(), yesVotes: amount, noVotes: amount }),
   'dao.proposal_failed': z.looseObject({ realm: address, proposal: address, state: z.string().optional(), yesVotes: amount, noVotes: amount }),
-  'fees.claimed': z.looseObject({ pool: address, claimer: address, amounts: z.record(z.string(), amount).describe('per mint'), signature }),
+  'fees.claimed': z.looseObject({ pool: address, claimer: address, amounts: z.record(z.string(), amount).describe('per mint'), signature, kind: z.enum(['creator', 'protocol', 'fund']) }),
 } as const;
 
 export type DocumentedEventKind = keyof typeof EVENT_DATA_SCHEMAS;

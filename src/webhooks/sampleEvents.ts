@@ -35,6 +35,11 @@ const REALM = 'RLMpXkEDfZf7YgKdW8xqPq6jbKkGqzCGrWz1yDdiBiZm';
 const TREASURY = 'TRSy8cMhK9CSpnZmgS8oJXx5nqLU2a2pDxwaYzyG6bBf';
 const POOL = 'PooL6fYxH9kM3qWv1Ze7rTcUjN2bRsA8dEgKXmLpVyQw';
 const LP_MINT = 'LPm1nt4bQ8zXrVcN7wYs2KdJ5hTgFa3eUoRiPlMkEjHq';
+const ESCROW_TOKEN = 'EsTk9wQ2mXvR4bJcN8yLzP3dHfG6aT1uKoWsVeYiAqBn';
+const JUPITER_LOCK = 'LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn';
+const GOVERNANCE = 'GoVx4N8aWd2tRkPqLmZ7sJ5hYcE3uF9bT1oXiKnMgQvA';
+const GOVERNANCE_PROGRAM = 'GovER5Lthms3bLBqWub97yVrMmEogzX7xNjdXpPPCVZw';
+const TREASURY_TOKEN = 'TrTk3nP8qLwX2vCm7RbZ5yHdJ4fGs9aKoUeNiVtYxBq1';
 const BENEFICIARY = '3vZ67CWd7uGNxAbNpBkMXq9WaKj1eFrTs5yUoHiDgLmP';
 const SIG = '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW';
 
@@ -64,7 +69,19 @@ function sampleData(event: WebhookEventKind): unknown {
         partialResults: { mint: MINT, metadata: METADATA },
       };
     case 'vesting.created':
-      return { vestingContract: VESTING, beneficiary: BENEFICIARY, cliffSeconds: 2_592_000, periodSeconds: 86_400, periods: 365 };
+      // The create_vesting step's result (src/chain/steps/createVesting.ts).
+      return {
+        vestingContract: VESTING,
+        vesting: {
+          escrow: VESTING,
+          escrowTokenAccount: ESCROW_TOKEN,
+          programId: JUPITER_LOCK,
+          recipient: BENEFICIARY,
+          mint: MINT,
+          amount: '150000000000000000',
+          schedule: { startTime: 1_764_547_200, cliffTime: 1_767_139_200, frequencySeconds: 86_400, cliffUnlockAmount: '0', amountPerPeriod: '410958904109589', numberOfPeriods: 365 },
+        },
+      };
     case 'vesting.cliff_reached':
     case 'vesting.claimed':
     case 'vesting.complete':
@@ -76,7 +93,19 @@ function sampleData(event: WebhookEventKind): unknown {
       // Built by the watcher's own payload builders: the samples are what the watcher sends.
       return WATCHER_SAMPLES[event];
     case 'dao.created':
-      return { realm: REALM, treasury: TREASURY, name: 'Demo DAO' };
+      // The create_dao step's result (src/chain/steps/createDao.ts).
+      return {
+        dao: {
+          realm: REALM,
+          governance: GOVERNANCE,
+          treasury: TREASURY,
+          treasuryTokenAccount: TREASURY_TOKEN,
+          treasuryAmount: '100000000000000000',
+          communityMint: MINT,
+          programId: GOVERNANCE_PROGRAM,
+          name: 'Demo DAO',
+        },
+      };
   }
 }
 
