@@ -86,6 +86,14 @@ describe('configuration', () => {
     expect(refusal({ RUNNER_LEASE_MS: 'long' }).variable).toBe('RUNNER_LEASE_MS');
   });
 
+  it('reads LAUNCH_TRANSIENT_DEADLINE as a duration: 1 h by default, above zero', () => {
+    expect(loadConfig({ DATA_DIR: dir }).runner.transientDeadlineMs).toBe(3_600_000);
+    expect(loadConfig({ DATA_DIR: dir, LAUNCH_TRANSIENT_DEADLINE: '15m' }).runner.transientDeadlineMs).toBe(900_000);
+    expect(loadConfig({ DATA_DIR: dir, LAUNCH_TRANSIENT_DEADLINE: '5000' }).runner.transientDeadlineMs).toBe(5000);
+    expect(refusal({ LAUNCH_TRANSIENT_DEADLINE: '0s' }).variable).toBe('LAUNCH_TRANSIENT_DEADLINE');
+    expect(refusal({ LAUNCH_TRANSIENT_DEADLINE: 'an hour' }).variable).toBe('LAUNCH_TRANSIENT_DEADLINE');
+  });
+
   it('runs the embedded chain on its own thread only with CHAIN_THREAD=on, and reads RUNNER_CONCURRENCY', () => {
     const defaults = loadConfig({ DATA_DIR: dir, SECRET_KEY: KEY });
     expect(defaults.chain.thread).toBe(false);

@@ -142,6 +142,9 @@ export async function createService(
       onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
       busy: () => webhooks.engine.loopLag.busy(),
       leaseMs: config.runner.leaseMs,
+      transientDeadlineMs: config.runner.transientDeadlineMs,
+      // Every RPC endpoint's breaker open: hold launches rather than spend their tries on fast failures.
+      chainAvailable: () => chain.breakerState?.().state !== 'open',
       // With the chain on its own thread, more launches in flight keep both threads busy.
       concurrency: config.runner.concurrency ?? (chainThread ? 4 : 2),
       // The embedded chain commits to this database after the pending record, in WAL order (on its

@@ -29,19 +29,37 @@ export function classifyTransactionFailure(text: string, cause?: unknown): Error
   return new NonRetriableError('program_error', `transaction failed: ${firstLine(text)}`, { cause });
 }
 
+/**
+ * An RPC answer of 429 or 503 that named a `Retry-After`. Its message keeps the status first (as
+ * web3.js words HTTP errors) and the delay in a fixed form, so the delay survives web3.js methods
+ * that re-wrap errors as text.
+ */
+export class RpcHttpError extends Error {
+  constructor(
+    readonly status: number,
+    statusText: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(`${status} ${statusText} (Retry-After ${retryAfterMs} ms)`);
+    this.name = 'RpcHttpError';
+  }
+}
+
 /** Classifies an RPC transport or server failure; transient unless it names a transaction failure. */
 export function classifyRpcError(error: unknown): Error {
   if (error instanceof TransientError || error instanceof NonRetriableError) return error;
   const err = error instanceof Error ? error : new Error(String(error));
   const text = `${err.name} ${err.message} ${describeCause(err)}`;
+  const after = /\(Retry-After (\d+) ms\)/.exec(text);
+  const retryAfterMs = err instanceof RpcHttpError ? err.retryAfterMs : after ? Number(after[1]) : undefined;
   if (/TimeoutError|AbortError|timed? ?out|ETIMEDOUT/i.test(text)) {
     return new TransientError('rpc_timeout', `RPC request timed out: ${firstLine(err.message)}`, { cause: err });
   }
   if (/^429\b|\b429 Too Many|rate.?limit/i.test(err.message)) {
-    return new TransientError('rpc_rate_limited', `RPC rate limited: ${firstLine(err.message)}`, { cause: err });
+    return new TransientError('rpc_rate_limited', `RPC rate limited: ${firstLine(err.message)}`, { cause: err, retryAfterMs });
   }
-  if (/^5\d\d\b/.test(err.message)) {
-    return new TransientError('rpc_unavailable', `RPC server error: ${firstLine(err.message)}`, { cause: err });
+  if (/^5\d\d\b|\b5\d\d Service Unavailable/.test(err.message)) {
+    return new TransientError('rpc_unavailable', `RPC server error: ${firstLine(err.message)}`, { cause: err, retryAfterMs });
   }
   if (/fetch failed|ECONNREFUSED|ECONNRESET|EPIPE|ENOTFOUND|EAI_AGAIN|socket hang up|other side closed|network/i.test(text)) {
     return new TransientError('rpc_unavailable', `RPC unreachable: ${firstLine(err.message)}`, { cause: err });

@@ -41,9 +41,10 @@ export interface Config {
   /**
    * The launch runner: how long a claimed launch stays leased without a heartbeat (another runner may
    * resume it after), and RUNNER_CONCURRENCY, the launches it runs at once (undefined: 4 with the
-   * embedded chain on its own thread, else 2).
+   * embedded chain on its own thread, else 2). LAUNCH_TRANSIENT_DEADLINE: how long a step may wait on
+   * transient chain faults before its launch fails.
    */
-  runner: { leaseMs: number; concurrency: number | undefined };
+  runner: { leaseMs: number; concurrency: number | undefined; transientDeadlineMs: number };
   /** The chain watcher (docs/watcher.md). */
   watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number };
   webhooks: {
@@ -121,6 +122,13 @@ function durationVar(env: Env, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const ms = parseDuration(raw);
   if (ms === undefined) throw new ConfigError(name, `must be a duration like 500ms, 30s, 2m, 1h or milliseconds, got "${raw}"`);
+  return ms;
+}
+
+/** A duration that must be more than zero (a zero deadline would turn every transient fault into a failure). */
+function positiveDurationVar(env: Env, name: string, fallback: number): number {
+  const ms = durationVar(env, name, fallback);
+  if (ms <= 0) throw new ConfigError(name, `must be a duration above zero, got "${env[name] ?? ''}"`);
   return ms;
 }
 
@@ -278,6 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     runner: {
       leaseMs: leaseVar(env, 'RUNNER_LEASE_MS', 60_000),
       concurrency: env.RUNNER_CONCURRENCY && env.RUNNER_CONCURRENCY !== '' ? intVar(env, 'RUNNER_CONCURRENCY', 2, 1, 64) : undefined,
+      transientDeadlineMs: positiveDurationVar(env, 'LAUNCH_TRANSIENT_DEADLINE', 3_600_000),
     },
     watcher: {
       ttlMs: durationVar(env, 'WATCH_TTL', 365 * 86_400_000),

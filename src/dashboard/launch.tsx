@@ -103,6 +103,7 @@ export const LaunchPage: FC<{ user: DashboardUser; detail: LaunchDetail; cluster
               <td>{s.name}</td>
               <td>
                 <Badge value={s.status} />
+                {s.status === 'waiting' && s.next_attempt_at !== null ? <div class="muted">next try {time(s.next_attempt_at)}</div> : ''}
               </td>
               <td>{s.attempts}</td>
               <td>{time(s.started_at)}</td>

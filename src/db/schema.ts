@@ -49,7 +49,7 @@ export interface LaunchesTable {
   completed_at: number | null;
 }
 
-export type StepStatus = 'pending' | 'running' | 'complete' | 'failed' | 'skipped';
+export type StepStatus = 'pending' | 'running' | 'waiting' | 'complete' | 'failed' | 'skipped';
 
 export interface LaunchStepsTable {
   launch_id: string;
@@ -63,6 +63,10 @@ export interface LaunchStepsTable {
   transactions: Generated<string>;
   started_at: number | null;
   completed_at: number | null;
+  /** When the step's current wait on a transient chain fault began (null: not waiting). */
+  waiting_since: number | null;
+  /** When a waiting step is tried again. */
+  next_attempt_at: number | null;
 }
 
 export interface OutboxEventsTable {

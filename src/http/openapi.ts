@@ -57,7 +57,7 @@ export function buildOpenApi(version: string): Json {
           properties: { limit: { type: ['integer', 'null'] }, offset: { type: 'integer' }, returned: { type: 'integer' }, total: { type: 'integer' }, has_more: { type: 'boolean' }, next_offset: { type: ['integer', 'null'] } },
         },
         LaunchRequest: launchRequest,
-        Launch: { type: 'object', description: 'A launch with its steps, results, partialResults and error', properties: { id: { type: 'string' }, status: { enum: ['queued', 'processing', 'complete', 'failed'] }, steps: { type: 'array', items: { type: 'object' } }, watches: { type: 'array', description: 'GET /api/launches/{id} only: what the chain watcher follows since the launch completed (kind, address, state, cursor, nextCheckAt, lastCheckedAt, lastActivityAt, cliffAt, endsAt, endedReason)', items: { type: 'object' } } } },
+        Launch: { type: 'object', description: 'A launch with its steps, results, partialResults and error', properties: { id: { type: 'string' }, status: { enum: ['queued', 'processing', 'complete', 'failed'] }, steps: { type: 'array', description: 'name, status (pending, running, waiting, complete, failed, skipped), attempts, waitingFor, waitingSince, nextAttemptAt (a step waiting on a transient chain fault), timings, transactions, result, error', items: { type: 'object' } }, watches: { type: 'array', description: 'GET /api/launches/{id} only: what the chain watcher follows since the launch completed (kind, address, state, cursor, nextCheckAt, lastCheckedAt, lastActivityAt, cliffAt, endsAt, endedReason)', items: { type: 'object' } } } },
         Health: {
           type: 'object',
           required: ['status', 'timestamp', 'version', 'checks', 'uptime', 'circuitBreakers'],

@@ -3,18 +3,27 @@ import { parseJson } from '../lib/json.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** The API view of a step: status, attempts, timings, transactions, result, error. */
+/**
+ * The API view of a step: status, attempts, timings, transactions, result, error. A step held up by
+ * a transient chain fault is `waiting`, with the cause (`waitingFor`, the error code), when its
+ * wait began and when it is tried next.
+ */
 export function presentStep(step: StepRow): Record<string, unknown> {
+  const error = parseJson<{ code?: unknown } | null>(step.error, null);
+  const waiting = step.status === 'waiting';
   return {
     name: step.name,
     status: step.status,
     attempts: step.attempts,
+    waitingFor: waiting && typeof error?.code === 'string' ? error.code : null,
+    waitingSince: waiting ? iso(step.waiting_since) : null,
+    nextAttemptAt: waiting ? iso(step.next_attempt_at) : null,
     startedAt: iso(step.started_at),
     completedAt: iso(step.completed_at),
     durationMs: step.started_at !== null && step.completed_at !== null ? step.completed_at - step.started_at : null,
     transactions: parseJson(step.transactions, []),
     result: parseJson(step.result, null),
-    error: parseJson(step.error, null),
+    error,
   };
 }
 

@@ -21,9 +21,9 @@ export async function requeueFailedLaunch(trx: DbOrTx, clock: Clock, deadLetter:
   if (Number(requeued.numUpdatedRows) === 0) throw new ConflictError(`Launch ${deadLetter.launch_id} is not failed; nothing to retry`);
   await trx
     .updateTable('launch_steps')
-    .set({ status: 'pending', attempts: 0, completed_at: null })
+    .set({ status: 'pending', attempts: 0, completed_at: null, waiting_since: null, next_attempt_at: null })
     .where('launch_id', '=', deadLetter.launch_id)
-    .where('status', 'in', ['failed', 'running'])
+    .where('status', 'in', ['failed', 'running', 'waiting'])
     .execute();
   await recordEvent(trx, clock, {
     launchId: deadLetter.launch_id,

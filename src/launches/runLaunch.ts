@@ -4,10 +4,11 @@ import type { Db, DbOrTx, Tx } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { parseJson } from '../lib/json.js';
+import { jitteredBackoffMs } from '../lib/retry.js';
 import { insertEvents, newHandoff, type DeliveryHandoff, type EventToRecord, type OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
 import { completionData, stepEvents } from './events.js';
-import { completeStep, deferStep, savePendingTx, startStep, updateLeasedLaunchForEvents, type LaunchLease, type PendingDurability } from './runStore.js';
+import { completeStep, savePendingTx, waitStep, startStep, updateLeasedLaunchForEvents, type LaunchLease, type PendingDurability } from './runStore.js';
 import { findSteps } from './store.js';
 import { failLaunch } from './failLaunch.js';
 import type { StepRunner } from './stepPort.js';
@@ -16,7 +17,14 @@ import { asStepName } from './steps.js';
 /** Finalization retries for this long after the last step, then the launch fails with `finalize_timeout`. */
 export const DEFAULT_FINALIZE_TIMEOUT_MS = 15 * 60_000;
 
-export type RunOutcome = { kind: 'complete'; mint: string | null } | { kind: 'failed'; step: string; code: string } | { kind: 'retry'; attempt: number } | { kind: 'paused' };
+/** How long a step may wait on transient chain faults before the launch fails (LAUNCH_TRANSIENT_DEADLINE). */
+export const DEFAULT_TRANSIENT_DEADLINE_MS = 60 * 60_000;
+
+/** The delay before the next try after a transient failure of the `attempt`-th try (with the server's `Retry-After`, when known). */
+export type TransientBackoff = (attempt: number, retryAfterMs?: number) => number;
+
+/** `retry`: give the launch back until `runAfter` (a step waits, or finalization is not there yet). */
+export type RunOutcome = { kind: 'complete'; mint: string | null } | { kind: 'failed'; step: string; code: string } | { kind: 'retry'; runAfter: number } | { kind: 'paused' };
 
 /** The collaborators a launch run needs. */
 export interface LaunchRunDeps {
@@ -40,13 +48,16 @@ export interface LaunchRunDeps {
   pendingDurability?: PendingDurability;
   /** Makes what is committed durable without holding the event loop (SQLite: the WAL synced on the thread pool); used by `full`. */
   syncDurable?: () => Promise<void>;
+  /** How long a step may wait on transient faults, from its first one, before the launch fails (default 1 h). */
+  transientDeadlineMs?: number;
+  /** Delay before the next try after a transient failure (default: capped, jittered, at least `Retry-After`). */
+  backoff?: TransientBackoff;
 }
 
 interface RunArgs extends LaunchRunDeps {
   launch: LaunchRow;
   /** The fenced lease every write of this run names. */
   lease: LaunchLease;
-  maxStepAttempts: number;
   shouldContinue(): boolean;
 }
 
@@ -112,11 +123,24 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
       });
     } catch (error) {
       const failure = classifyFailure(error);
-      logger.warn({ err: error, code: failure.code, retriable: failure.retriable }, 'step failed');
-      if (failure.retriable && stepAttempt < args.maxStepAttempts) {
-        await deferStep(db, lease, { step: step.name, error: { code: failure.code, message: failure.message, attempt: stepAttempt } });
-        return { kind: 'retry', attempt: stepAttempt };
+      if (failure.retriable) {
+        // A transient fault never fails the launch by itself: the step waits, until the deadline.
+        const now = clock.now();
+        const waitingSince = step.waiting_since ?? now;
+        const deadline = waitingSince + (args.transientDeadlineMs ?? DEFAULT_TRANSIENT_DEADLINE_MS);
+        if (now < deadline) {
+          const delay = (args.backoff ?? defaultBackoff)(stepAttempt, failure.retryAfterMs);
+          const nextAttemptAt = Math.min(now + delay, deadline);
+          logger.warn({ err: error, code: failure.code, nextAttemptAt: new Date(nextAttemptAt).toISOString(), waitingSinceMs: now - waitingSince }, 'step waiting on a transient fault');
+          await waitStep(db, lease, { step: step.name, error: { code: failure.code, message: failure.message, attempt: stepAttempt }, now, nextAttemptAt });
+          return { kind: 'retry', runAfter: nextAttemptAt };
+        }
+        const message = `${failure.message} (still failing ${describeMs(now - waitingSince)} after the step's first transient failure, past LAUNCH_TRANSIENT_DEADLINE)`;
+        logger.warn({ err: error, code: failure.code }, 'step failed: transient faults past the deadline');
+        await failLaunch(args, { step: step.name, code: failure.code, message, results });
+        return { kind: 'failed', step: step.name, code: failure.code };
       }
+      logger.warn({ err: error, code: failure.code }, 'step failed');
       await failLaunch(args, { step: step.name, code: failure.code, message: failure.message, results });
       return { kind: 'failed', step: step.name, code: failure.code };
     }
@@ -150,7 +174,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     const failure = classifyFailure(error);
     // Bounded: a signature that never finalizes must not keep the launch processing forever.
     const overdue = clock.now() - stepsDoneAt >= (args.finalizeTimeoutMs ?? DEFAULT_FINALIZE_TIMEOUT_MS);
-    if (failure.retriable && !overdue) return { kind: 'retry', attempt: launch.run_count };
+    if (failure.retriable && !overdue) return { kind: 'retry', runAfter: clock.now() + (args.backoff ?? defaultBackoff)(launch.run_count, failure.retryAfterMs) };
     const message = overdue ? `transactions not finalized ${Math.round((clock.now() - stepsDoneAt) / 1000)} s after the last step; last error: ${failure.message}` : failure.message;
     const code = overdue ? 'finalize_timeout' : failure.code;
     await failLaunch(args, { step: 'finalize', code, message, results });
@@ -163,6 +187,15 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
   });
   args.signal.notify(handoff);
   return { kind: 'complete', mint: mintOf(results) };
+}
+
+const defaultBackoff: TransientBackoff = (attempt, retryAfterMs) => jitteredBackoffMs(attempt, { retryAfterMs });
+
+/** `90 s`, `12 min`, `1.5 h`: a wait as people read it. */
+function describeMs(ms: number): string {
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 2 * 3_600_000) return `${Math.round(ms / 60_000)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
 const mintOf = (results: Record<string, unknown>): string | null => (typeof results.mint === 'string' ? results.mint : null);

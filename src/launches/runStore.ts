@@ -207,15 +207,19 @@ export async function completeStep(
 const completeStatement = compiledQuery<StepWrite<{ result: string; transactions: string; now: number }>>((db: Db, p) =>
   db
     .updateTable('launch_steps')
-    .set({ status: 'complete', result: p.result, transactions: p.transactions, error: null, completed_at: p.now })
+    .set({ status: 'complete', result: p.result, transactions: p.transactions, error: null, completed_at: p.now, waiting_since: null, next_attempt_at: null })
     .where(stepUnderLease(db, p, p.step)),
 );
 
-/** Records a retriable step failure: back to pending with the last error. */
-export async function deferStep(db: DbOrTx, lease: LaunchLease, args: { step: string; error: unknown }): Promise<void> {
+/**
+ * Records a transient step failure: the step waits (`status: 'waiting'`) with the last error until
+ * `nextAttemptAt`; `waiting_since` keeps when the current wait began (set by the first failure of
+ * the wait, kept by the later ones). Throws {@link LeaseLostError} without the lease.
+ */
+export async function waitStep(db: DbOrTx, lease: LaunchLease, args: { step: string; error: unknown; now: number; nextAttemptAt: number }): Promise<void> {
   const result = await db
     .updateTable('launch_steps')
-    .set({ status: 'pending', error: JSON.stringify(args.error) })
+    .set({ status: 'waiting', error: JSON.stringify(args.error), waiting_since: sql<number>`coalesce(waiting_since, ${args.now})`, next_attempt_at: args.nextAttemptAt })
     .where(stepUnderLease(db, lease, args.step))
     .executeTakeFirst();
   orThrow(lease, changed(result));
@@ -225,7 +229,7 @@ export async function deferStep(db: DbOrTx, lease: LaunchLease, args: { step: st
 export async function failStep(db: DbOrTx, lease: LaunchLease, args: { step: string; error: unknown; now: number }): Promise<void> {
   await db
     .updateTable('launch_steps')
-    .set({ status: 'failed', error: JSON.stringify(args.error), completed_at: args.now })
+    .set({ status: 'failed', error: JSON.stringify(args.error), completed_at: args.now, next_attempt_at: null })
     .where(stepUnderLease(db, lease, args.step))
     .execute();
 }

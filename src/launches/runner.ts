@@ -2,7 +2,6 @@ import type { LaunchRow } from '../db/schema.js';
 import { monotonicClock, type Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { createPollLoop, type PollLoop } from '../lib/pollLoop.js';
-import { backoffMs } from '../lib/retry.js';
 import { loopTurn } from '../lib/loopBudget.js';
 import { classifyFailure } from './failure.js';
 import { claimLaunch, extendLease, leaseOf, LeaseLostError, releaseLaunch, type LaunchLease } from './runStore.js';
@@ -12,9 +11,11 @@ export interface LaunchRunnerOptions extends LaunchRunDeps {
   concurrency?: number;
   leaseMs?: number;
   pollIntervalMs?: number;
-  maxStepAttempts?: number;
-  /** Backoff between attempts of a step after a transient failure. */
-  backoff?: (attempt: number) => number;
+  /**
+   * False while the chain cannot be reached at all (every RPC endpoint's breaker open): the runner
+   * claims nothing and holds its launches instead of spending their tries on a fast failure.
+   */
+  chainAvailable?: () => boolean;
   /** True while the event loop runs late: run one launch at a time, so requests (health first) get their turn. */
   busy?: () => boolean;
 }
@@ -74,6 +75,7 @@ export class LaunchRunner {
   async drain(): Promise<number> {
     let count = 0;
     for (;;) {
+      if (this.options.chainAvailable?.() === false) return count;
       const launch = await this.claim();
       if (!launch) return count;
       await this.process(launch);
@@ -94,6 +96,7 @@ export class LaunchRunner {
   private async turn(): Promise<boolean> {
     while (this.loop.isRunning() && this.running.size < (this.options.busy?.() ? 1 : this.concurrency)) {
       await loopTurn(); // a finished launch must not chain straight into the next one without letting I/O in
+      if (this.options.chainAvailable?.() === false) return false;
       const launch = await this.claim();
       if (!launch) return false;
       this.loop.track(this.process(launch));
@@ -121,15 +124,13 @@ export class LaunchRunner {
         launch,
         lease,
         shouldContinue: () => !this.stopping && !leaseLost,
-        maxStepAttempts: this.options.maxStepAttempts ?? 3,
       });
       // One line per finished launch, for whoever watches the log rather than the webhooks.
       const durationMs = this.options.clock.now() - launch.created_at;
       if (outcome.kind === 'complete') logger.info({ durationMs, mint: outcome.mint }, 'launch complete');
       if (outcome.kind === 'failed') logger.warn({ durationMs, step: outcome.step, code: outcome.code }, 'launch failed');
       if (outcome.kind === 'retry') {
-        const delay = (this.options.backoff ?? ((n: number) => backoffMs(n)))(outcome.attempt);
-        await this.release(lease, delay);
+        await this.release(lease, Math.max(0, outcome.runAfter - this.leaseClock.now()));
       } else if (outcome.kind === 'paused') {
         await this.release(lease, 0);
       }

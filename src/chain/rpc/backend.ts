@@ -1,10 +1,12 @@
+import { STATUS_CODES } from 'node:http';
 import { Connection, SYSVAR_CLOCK_PUBKEY, SendTransactionError, VersionedTransaction, type FetchFn, type Keypair } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { NonRetriableError, TransientError } from '../../lib/retry.js';
 import type { ChainBackend, Commitment, FeeSettings, SignatureStatus } from '../backend.js';
-import { classifyTransactionFailure } from '../errors.js';
+import { classifyTransactionFailure, RpcHttpError } from '../errors.js';
+import { parseRetryAfter } from '../../lib/retryAfter.js';
 import { createRpcBreaker, type RpcBreakerOptions } from './breaker.js';
 import { createRpcHistory } from './history.js';
 
@@ -35,8 +37,14 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
   const timeoutMs = options.requestTimeoutMs ?? 10_000;
   const pollMs = options.pollIntervalMs ?? 500;
   const breaker = createRpcBreaker(options.breaker);
-  const timedFetch = ((input: string, init?: RequestInit) =>
-    fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) })) as unknown as FetchFn;
+  const timedFetch = (async (input: string, init?: RequestInit) => {
+    const res = await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    // web3.js words a 429 or 503 without its headers: a Retry-After must be kept here.
+    const retryAfterMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.headers.get('retry-after') ?? undefined, Date.now()) : undefined;
+    if (retryAfterMs === undefined) return res;
+    await res.body?.cancel();
+    throw new RpcHttpError(res.status, res.statusText || (STATUS_CODES[res.status] ?? ''), retryAfterMs);
+  }) as unknown as FetchFn;
   const connection = new Connection(options.rpcUrl, { commitment: 'confirmed', disableRetryOnRateLimit: true, fetch: timedFetch });
   const call = breaker.call;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

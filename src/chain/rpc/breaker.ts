@@ -26,6 +26,8 @@ export interface RpcBreaker {
  * about the endpoint's health. While open, calls fail fast with `TransientError('breaker_open')`.
  */
 export function createRpcBreaker(options: RpcBreakerOptions = {}): RpcBreaker {
+  const resetTimeoutMs = options.resetTimeoutMs ?? 30_000;
+  let openedAt = 0;
   const breaker = new CircuitBreaker(async (fn: () => Promise<unknown>) => {
     try {
       return await fn();
@@ -36,18 +38,21 @@ export function createRpcBreaker(options: RpcBreakerOptions = {}): RpcBreaker {
     timeout: false,
     errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
     volumeThreshold: options.volumeThreshold ?? 10,
-    resetTimeout: options.resetTimeoutMs ?? 30_000,
+    resetTimeout: resetTimeoutMs,
     rollingCountTimeout: options.rollingWindowMs ?? 10_000,
     errorFilter: (error: unknown) =>
       error instanceof NonRetriableError || (error instanceof TransientError && error.code === 'blockhash_expired'),
   });
+  breaker.on('open', () => (openedAt = Date.now()));
   return {
     async call<T>(fn: () => Promise<T>): Promise<T> {
       try {
         return (await breaker.fire(fn)) as T;
       } catch (error) {
         if ((error as { code?: string }).code === 'EOPENBREAKER') {
-          throw new TransientError('breaker_open', 'RPC circuit breaker is open', { cause: error });
+          // The next try is worth making once the breaker lets a trial call through.
+          const retryAfterMs = Math.max(0, openedAt + resetTimeoutMs - Date.now());
+          throw new TransientError('breaker_open', 'RPC circuit breaker is open', { cause: error, retryAfterMs });
         }
         throw classifyRpcError(error);
       }
