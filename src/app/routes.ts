@@ -12,6 +12,7 @@ import type { AppEnv } from '../http/env.js';
 import { createBreakerRoutes } from '../http/routes/breakers.js';
 import { createDeadLetterRoutes } from '../http/routes/deadLetters.js';
 import { createDeliveryRoutes } from '../http/routes/deliveries.js';
+import { createEventStreamRoutes } from '../http/routes/eventStream.js';
 import { createHealthRoutes, type HealthResponder } from '../http/routes/health.js';
 import { createLaunchDestinationRoutes } from '../http/routes/launchDestination.js';
 import { createLaunchRoutes } from '../http/routes/launches.js';
@@ -29,7 +30,7 @@ export type RouteList = Array<[path: string, app: Hono<AppEnv>]>;
 export interface WebhookRouteDeps {
   db: Db;
   clock: Clock;
-  engine: Pick<WebhookEngine, 'signal' | 'client' | 'breakers'>;
+  engine: Pick<WebhookEngine, 'signal' | 'client' | 'breakers' | 'feed'>;
   /** config.webhooks.testSecret: signs `POST /webhooks/test` when the caller gives no secret. */
   testSecret: string;
   /** Requeues a failed launch inside the dead-letter retry's transaction. */
@@ -99,6 +100,7 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
       }),
     ],
     ['/launches', createLaunchDestinationRoutes({ db, clock, secretBox: deps.secretBox, production: deps.production, signal: deps.engine.signal })],
+    ['/', createEventStreamRoutes({ db, feed: deps.engine.feed })],
     ['/webhook-endpoints', createWebhookEndpointRoutes({
         db,
         clock,

@@ -71,6 +71,17 @@ export const patchLaunchOperation: Json = {
 };
 
 export const webhookEndpointPaths: Json = {
+  '/api/events/stream': {
+    get: {
+      summary: "The caller's events as Server-Sent Events, in outbox order; resumable with Last-Event-ID",
+      security: bearer,
+      parameters: [
+        { name: 'events', in: 'query', required: false, schema: { type: 'string' }, description: 'Comma-separated filters: "*", an event kind, or a prefix such as "launch.*"' },
+        { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string' }, description: 'Resume after this event id (one of your events); without it the stream starts at the current end' },
+      ],
+      responses: { 200: { description: 'text/event-stream: per event `id:` (the event id) and `data:` (the webhook envelope); `: heartbeat` comments', content: { 'text/event-stream': {} } }, ...errors(400, 401, 403) },
+    },
+  },
   '/api/launches/{id}/events': {
     get: {
       summary: 'The launch event log with each exact envelope (payload), in sequence order',

@@ -11,6 +11,7 @@ import type { HostLookup } from './guardedConnector.js';
 import { createWebhookHttpClient, type WebhookHttpClient } from './httpClient.js';
 import type { OutboxSignal } from './outbox.js';
 import { noteEndpointFailure } from './endpoints/endpointHealth.js';
+import { createEventFeed, type EventFeed } from './stream/eventFeed.js';
 
 export interface WebhookEngineDeps {
   db: Db;
@@ -35,6 +36,8 @@ export interface WebhookEngine {
   breakers: BreakerRegistry;
   /** The HTTP client (guard, timeout, bounded reads) shared with the test route. */
   client: WebhookHttpClient;
+  /** Wakes the event streams (`GET /api/events/stream`) when events may have committed. */
+  feed: EventFeed;
   /** This process's event-loop delay: attempts consult it, and bulk work holds back while it is high. */
   loopLag: LoopLag;
   /** Starts the dispatcher loop; breakers are restored from the database before its first claim. */
@@ -97,13 +100,17 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       pollIntervalMs: webhooks.pollIntervalMs,
     },
   });
+  const feed = createEventFeed();
   // Another instance committed events, or changed a breaker: look now instead of at the next poll.
-  wakeups.on('deliveries', () => dispatcher.notify());
+  wakeups.on('deliveries', () => (dispatcher.notify(), feed.wake()));
   wakeups.on('breakers', () => (breakers.invalidate(), dispatcher.notify()));
   return {
     // Our own commits wake our dispatcher and, through the database, the other instances'.
-    signal: deps.wakeups ? { notify: (handoff) => (dispatcher.notify(handoff), wakeups.publish('deliveries')) } : dispatcher,
+    signal: deps.wakeups
+      ? { notify: (handoff) => (dispatcher.notify(handoff), wakeups.publish('deliveries'), feed.wake()) }
+      : { notify: (handoff) => (dispatcher.notify(handoff), feed.wake()) },
     dispatcher,
+    feed,
     breakers,
     client,
     loopLag,
@@ -111,6 +118,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       dispatcher.start();
     },
     async stop() {
+      feed.close();
       const settled = await dispatcher.stop();
       breakers.shutdown();
       // Attempts still out after the dispatcher's grace are left to their leases: do not wait for them.

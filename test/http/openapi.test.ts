@@ -21,6 +21,7 @@ describe('GET /api/openapi', () => {
       'GET /api/openapi',
       'PATCH /api/launches/{id}',
       'GET /api/launches/{id}/events',
+      'GET /api/events/stream',
       'POST /api/webhook-endpoints',
       'GET /api/webhook-endpoints',
       'GET /api/webhook-endpoints/{id}',

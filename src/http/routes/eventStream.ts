@@ -1,0 +1,69 @@
+import { Hono } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import type { Db } from '../../db/database.js';
+import { filterEntryProblem } from '../../webhooks/endpoints/filters.js';
+import { lastOutboxRowid, ownerEventRowid } from '../../webhooks/sql/streamQueries.js';
+import type { EventFeed } from '../../webhooks/stream/eventFeed.js';
+import { DEFAULT_STREAM_TIMING, streamEvents, type StreamTiming } from '../../webhooks/stream/streamEvents.js';
+import type { AppEnv } from '../env.js';
+import { invalidRequest } from '../errors.js';
+import { requireScope } from '../middleware/auth.js';
+
+export interface EventStreamRouteDeps {
+  db: Db;
+  feed: EventFeed;
+  timing?: Partial<StreamTiming>;
+}
+
+/** `GET /events/stream`: the caller's events as Server-Sent Events (docs/api.md, "Event stream"). Mount at `/`. */
+export function createEventStreamRoutes(deps: EventStreamRouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const timing = { ...DEFAULT_STREAM_TIMING, ...deps.timing };
+
+  app.get('/events/stream', async (c) => {
+    const auth = requireScope(c, 'launches:read');
+    const filter = readFilter(c.req.query('events'));
+    const lastEventId = c.req.header('last-event-id')?.trim();
+    let after: number;
+    if (lastEventId) {
+      const rowid = await ownerEventRowid(deps.db, auth.owner, lastEventId);
+      if (rowid === undefined) throw invalidRequest('Last-Event-ID names none of your events', { fields: [{ field: 'Last-Event-ID', message: 'unknown event id' }] });
+      after = rowid;
+    } else {
+      after = await lastOutboxRowid(deps.db);
+    }
+    const logger = c.get('logger');
+    c.header('X-Accel-Buffering', 'no');
+    return streamSSE(c, async (stream) => {
+      const gone = new AbortController();
+      stream.onAbort(() => gone.abort());
+      try {
+        await stream.write(': stream open\n\n');
+        await streamEvents(
+          { db: deps.db, feed: deps.feed, owner: auth.owner, after, filter, signal: gone.signal, timing },
+          {
+            event: (row) => stream.writeSSE({ id: row.id, data: row.body }),
+            heartbeat: async () => void (await stream.write(': heartbeat\n\n')),
+          },
+        );
+      } catch (error) {
+        // The client went away mid-write, or the database failed: end the stream; the client resumes with Last-Event-ID.
+        if (!gone.signal.aborted) logger.warn({ err: error, component: 'event-stream' }, 'event stream ended by an error');
+      }
+    });
+  });
+
+  return app;
+}
+
+/** `?events=launch.*,vesting.created`: the entries a webhook endpoint's filter accepts; `*` when absent. */
+function readFilter(raw: string | undefined): string[] {
+  if (raw === undefined || raw.trim() === '') return ['*'];
+  const entries = raw.split(',').map((e) => e.trim());
+  const fields = entries.flatMap((entry, i) => {
+    const problem = filterEntryProblem(entry);
+    return problem ? [{ field: `events[${i}]`, message: problem }] : [];
+  });
+  if (fields.length > 0 || entries.length > 50) throw invalidRequest('events must be a comma-separated list of event filters', { fields: fields.length > 0 ? fields : [{ field: 'events', message: 'at most 50 entries' }] });
+  return entries;
+}
