@@ -94,6 +94,13 @@ describe('configuration', () => {
     expect(refusal({ LAUNCH_TRANSIENT_DEADLINE: 'an hour' }).variable).toBe('LAUNCH_TRANSIENT_DEADLINE');
   });
 
+  it('reads RETENTION (30 days by default, at least a minute) and LAUNCH_RETENTION (unset keeps launches)', () => {
+    expect(loadConfig({ DATA_DIR: dir }).retention).toEqual({ periodMs: 30 * 86_400_000, launchPeriodMs: undefined });
+    expect(loadConfig({ DATA_DIR: dir, RETENTION: '7d', LAUNCH_RETENTION: '365d' }).retention).toEqual({ periodMs: 7 * 86_400_000, launchPeriodMs: 365 * 86_400_000 });
+    expect(refusal({ RETENTION: '30s' }).variable).toBe('RETENTION');
+    expect(refusal({ LAUNCH_RETENTION: 'forever' }).variable).toBe('LAUNCH_RETENTION');
+  });
+
   it('runs the embedded chain on its own thread only with CHAIN_THREAD=on, and reads RUNNER_CONCURRENCY', () => {
     const defaults = loadConfig({ DATA_DIR: dir, SECRET_KEY: KEY });
     expect(defaults.chain.thread).toBe(false);

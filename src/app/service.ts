@@ -38,6 +38,7 @@ import { createChainBackend, checkCapabilities, startChainThread, stepExecutorsF
 import { ChainWatcher } from '../watcher/watcher.js';
 import { WATCH_HANDLERS, watchesForLaunch } from '../watcher/handlers.js';
 import { insertWatches } from '../watcher/store.js';
+import { createRetention, type Retention } from '../retention/retention.js';
 
 export interface Service {
   app: Hono<AppEnv>;
@@ -52,6 +53,8 @@ export interface Service {
   watcher: ChainWatcher;
   cache: ChainReadCache;
   breakers: BreakerSource;
+  /** Deletes what is past RETENTION / LAUNCH_RETENTION (docs/architecture.md, "Retention"). */
+  retention: Retention;
   /**
    * Outside production with no keys yet, creates the development key and returns it to print once
    * (call it after the port is bound, so a failed start does not lose the key); else undefined.
@@ -246,6 +249,14 @@ export async function createService(
       ],
     });
 
+    const retention = createRetention({
+      db,
+      clock,
+      logger: logger.child({ component: 'retention' }),
+      retentionMs: config.retention.periodMs,
+      launchRetentionMs: config.retention.launchPeriodMs,
+    });
+
     let started = false;
     let janitor: NodeJS.Timeout | undefined;
     const purgeKeys = () =>
@@ -260,6 +271,7 @@ export async function createService(
       watcher,
       cache,
       breakers: webhooks.breakers,
+      retention,
       createDevelopmentKey: () => ensureDevelopmentKey(db, { production: config.production, now: clock.now() }),
       start() {
         if (started) return;
@@ -269,6 +281,7 @@ export async function createService(
         launchRunner.start();
         watcher.start();
         void wakeups.start();
+        retention.start();
         // Idempotency keys are kept 24 h; sweep the expired ones hourly.
         void purgeKeys();
         janitor = setInterval(() => void purgeKeys(), 3600_000);
@@ -276,6 +289,7 @@ export async function createService(
       },
       async stop() {
         clearInterval(janitor);
+        await retention.stop();
         cache.stop();
         // Bounded: a step stuck on the chain must not hold shutdown past the process manager's patience.
         if (!(await launchRunner.stop({ timeoutMs: 15_000 }))) logger.warn('launch steps still running at shutdown; their leases will expire and they resume on the next start');

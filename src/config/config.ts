@@ -47,6 +47,11 @@ export interface Config {
   runner: { leaseMs: number; concurrency: number | undefined; transientDeadlineMs: number };
   /** The chain watcher (docs/watcher.md). */
   watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number };
+  /**
+   * RETENTION: how long settled events, ended watches, closed dead letters, expired sessions and
+   * rate-limit windows are kept; LAUNCH_RETENTION: ended launches, undefined (unset) keeps them.
+   */
+  retention: { periodMs: number; launchPeriodMs: number | undefined };
   webhooks: {
     retrySchedule: number[];
     timeoutMs: number;
@@ -129,6 +134,13 @@ function durationVar(env: Env, name: string, fallback: number): number {
 function positiveDurationVar(env: Env, name: string, fallback: number): number {
   const ms = durationVar(env, name, fallback);
   if (ms <= 0) throw new ConfigError(name, `must be a duration above zero, got "${env[name] ?? ''}"`);
+  return ms;
+}
+
+/** A retention period: at least a minute (a shorter one would delete what was just settled). */
+function retentionVar(env: Env, name: string, fallback: number): number {
+  const ms = durationVar(env, name, fallback);
+  if (ms < 60_000) throw new ConfigError(name, `must be at least 1m, got ${ms}ms`);
   return ms;
 }
 
@@ -292,6 +304,10 @@ export function loadConfig(env: Env = process.env): Config {
       ttlMs: durationVar(env, 'WATCH_TTL', 365 * 86_400_000),
       pollIntervalMs: durationVar(env, 'WATCH_POLL_INTERVAL', 2000),
       maxIntervalMs: durationVar(env, 'WATCH_MAX_INTERVAL', 10 * 60_000),
+    },
+    retention: {
+      periodMs: retentionVar(env, 'RETENTION', 30 * 86_400_000),
+      launchPeriodMs: env.LAUNCH_RETENTION && env.LAUNCH_RETENTION !== '' ? retentionVar(env, 'LAUNCH_RETENTION', 0) : undefined,
     },
     webhooks: {
       retrySchedule,

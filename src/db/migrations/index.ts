@@ -13,6 +13,7 @@ import * as m013 from './013_shared_breakers_rate_limits.js';
 import * as m017 from './017_watch_woken.js';
 import * as m018 from './018_delivery_index_locality.js';
 import * as m019 from './019_drop_redundant_delivery_indexes.js';
+import * as m031 from './031_retention_indexes.js';
 import * as m035 from './035_step_waiting.js';
 
 /** Every migration, by name; names sort in the order they run. */
@@ -31,6 +32,7 @@ export const migrations: Record<string, Migration> = {
   '017_watch_woken': m017,
   '018_delivery_index_locality': m018,
   '019_drop_redundant_delivery_indexes': m019,
+  '031_retention_indexes': m031,
   '035_step_waiting': m035,
 };
 
