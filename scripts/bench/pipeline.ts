@@ -131,7 +131,7 @@ async function bareChain(bare: BareChain, secretKey: Buffer, webhookUrl: string,
       for (const step of item.steps) {
         const executor = stepExecutors[step as StepName];
         if (!executor) throw new Error(`no executor for ${step}`);
-        const out = await executor({ plan: item.plan, keys: deriveLaunchKeys(master, item.id), results: { ...results }, pending: {}, recordPending: recordPending(item.id), chain: bare.chain, logger });
+        const out = await executor({ plan: item.plan, keys: deriveLaunchKeys(master, item.id), results: { ...results }, pending: {}, recordPending: recordPending(item.id), chain: bare.chain, payer: bare.chain.payer, logger });
         Object.assign(results, out.result);
       }
     }

@@ -37,6 +37,8 @@ async function start(): Promise<void> {
         request: input.request,
         results: input.results,
         pending: input.pending as Record<string, PendingTx>,
+        payerSeed: input.payerSeed,
+        budgetLamports: input.budgetLamports,
         recordPending: (label, tx) => recordPending(label, tx),
         logger: logger.child(input.logBindings),
       }),

@@ -13,6 +13,9 @@ import { createBreakerRoutes } from '../http/routes/breakers.js';
 import { createDeadLetterRoutes } from '../http/routes/deadLetters.js';
 import { createDeliveryRoutes } from '../http/routes/deliveries.js';
 import { createEventStreamRoutes } from '../http/routes/eventStream.js';
+import { createFundingRoutes } from '../http/routes/funding.js';
+import type { Funding } from '../funding/funding.js';
+import { requestHash } from '../launches/idempotency.js';
 import { createHealthRoutes, type HealthResponder } from '../http/routes/health.js';
 import { createLaunchDestinationRoutes } from '../http/routes/launchDestination.js';
 import { createLaunchRoutes } from '../http/routes/launches.js';
@@ -77,6 +80,8 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
   /** Wakes the dispatcher and the runner after a launch commits. */
   launchSignal: OutboxSignal;
   checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
+  /** Owners' funding wallets: every launch reserves its quote; `/funding` routes. */
+  funding: Funding;
 }
 
 /** Every route of the service. */
@@ -97,8 +102,10 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
         signal: deps.launchSignal,
         checkCapabilities: deps.checkCapabilities,
         maxLaunchesInFlight: limits.launchesInFlight,
+        funding: deps.funding,
       }),
     ],
+    ['/funding', createFundingRoutes({ db, funding: deps.funding, hashBody: (body) => requestHash(body, deps.requestHashKey) })],
     ['/launches', createLaunchDestinationRoutes({ db, clock, secretBox: deps.secretBox, production: deps.production, signal: deps.engine.signal })],
     ['/', createEventStreamRoutes({ db, feed: deps.engine.feed })],
     ['/webhook-endpoints', createWebhookEndpointRoutes({

@@ -36,6 +36,7 @@ import { createWebhookService } from '../webhooks/service.js';
 import { apiRoutes } from './routes.js';
 import { createChainBackend, checkCapabilities, startChainThread, stepExecutorsFor } from './serviceChain.js';
 import { ChainWatcher } from '../watcher/watcher.js';
+import { createFunding } from '../funding/funding.js';
 import { WATCH_HANDLERS, watchesForLaunch } from '../watcher/handlers.js';
 import { insertWatches } from '../watcher/store.js';
 import { createRetention, type Retention } from '../retention/retention.js';
@@ -134,6 +135,7 @@ export async function createService(
       : noWakeups;
     closers.push(() => wakeups.close());
     const webhooks = createWebhookService({ db, clock, logger, config, secretBox, wakeups });
+    const funding = createFunding({ db, chain, secretBox, clock, logger, devAirdropLamports: config.funding.devAirdropLamports, operatorFeeLamports: 0 });
     const runner = new LaunchRunner({
       db,
       clock,
@@ -155,6 +157,7 @@ export async function createService(
       pendingDurability: chain.kind === 'embedded' ? 'ordered' : 'full',
       syncDurable: database.syncWal,
       confirmedIsFinal: chain.kind === 'embedded',
+      funding,
     });
     const watcher = new ChainWatcher({
       db,
@@ -238,6 +241,7 @@ export async function createService(
         testSecret: config.webhooks.testSecret,
         launchSignal: { notify: (handoff) => (webhooks.signal.notify(handoff), wakeLaunches()) },
         checkCapabilities: (request) => checkCapabilities(chain, request),
+        funding,
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
         wakeRunner: wakeLaunches,
         ownerLimits: config.ownerLimits,

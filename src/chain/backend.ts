@@ -53,6 +53,11 @@ export interface ChainBackend {
   confirmTransaction(signature: string, lastValidBlockHeight: number, commitment?: Commitment): Promise<void>;
   getAccountInfo(pubkey: PublicKey, commitment?: Commitment): Promise<AccountInfo<Buffer> | null>;
   getBalance(pubkey: PublicKey): Promise<number>;
+  /**
+   * Asks the cluster's faucet for lamports (a test validator, `npm run chain`, devnet; the embedded
+   * chain's faucet). Resolves with the airdrop's signature; mainnet refuses.
+   */
+  requestAirdrop?(pubkey: PublicKey, lamports: bigint): Promise<string>;
   getMinimumBalanceForRentExemption(size: number): Promise<number>;
   isProgramExecutable(programId: PublicKey): Promise<boolean>;
   /** Health check: reads the clock sysvar and the payer account. */

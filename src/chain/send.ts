@@ -95,14 +95,19 @@ async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<Sen
     log.info({ signature: recorded.signature }, 'recorded blockhash expired; re-signing');
   }
 
-  const signatures = 1 + spec.signers.filter((s) => !s.publicKey.equals(chain.payer.publicKey)).length;
+  const payer = ctx.payer.publicKey;
+  const signatures = 1 + spec.signers.filter((s) => !s.publicKey.equals(payer)).length;
   const needed = spec.rentLamports + estimateFee(chain.fees, signatures);
-  const balance = await chain.getBalance(chain.payer.publicKey);
-  if (balance < needed) {
+  // A launch paid by an owner's wallet never spends past what it reserved (docs/funding.md).
+  if (ctx.budget && needed > ctx.budget.remainingLamports) {
     throw new NonRetriableError(
-      'insufficient_balance',
-      `payer ${chain.payer.publicKey.toBase58()} holds ${balance} lamports; ${spec.type} needs at least ${needed}`,
+      'reservation_exceeded',
+      `${spec.type} needs up to ${needed} lamports but only ${ctx.budget.remainingLamports} of the launch's reservation remain; nothing was sent`,
     );
+  }
+  const balance = await chain.getBalance(payer);
+  if (balance < needed) {
+    throw new NonRetriableError('insufficient_balance', `payer ${payer.toBase58()} holds ${balance} lamports; ${spec.type} needs at least ${needed}`);
   }
 
   const blockhash = await chain.getLatestBlockhash();
@@ -116,11 +121,12 @@ async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<Sen
     await chain.sendRawTransaction(Buffer.from(pending.serialized, 'base64'));
   } catch (error) {
     // The payer's balance is read, not inferred from an error text: with funds, it is not the balance.
-    if (error instanceof NonRetriableError && error.code === 'insufficient_balance' && (await chain.getBalance(chain.payer.publicKey)) >= needed) {
+    if (error instanceof NonRetriableError && error.code === 'insufficient_balance' && (await chain.getBalance(payer)) >= needed) {
       throw new TransientError('account_underfunded', `${spec.type} was refused for lack of funds although the payer holds enough: ${error.message}`, { cause: error });
     }
     throw error;
   }
+  if (ctx.budget) ctx.budget.remainingLamports -= needed;
   await chain.confirmTransaction(pending.signature, pending.lastValidBlockHeight, commitment);
   log.info({ signature: pending.signature }, 'transaction confirmed');
   return { type: spec.type, signature: pending.signature, via: 'sent' };
@@ -152,7 +158,7 @@ function signForSend(ctx: StepContext, spec: IdempotentSend, blockhash: Blockhas
   let tx: Transaction;
   let serialized: string;
   try {
-    tx = buildSignedTransaction(ctx.chain, spec.instructions(), spec.signers, blockhash);
+    tx = buildSignedTransaction(ctx.chain, ctx.payer, spec.instructions(), spec.signers, blockhash);
     serialized = serializeSigned(tx).toString('base64');
   } catch (error) {
     // e.g. a name or uri so long the transaction exceeds 1232 bytes: no retry makes it fit.

@@ -21,16 +21,17 @@ export function estimateFee(fees: FeeSettings, signatures: number): number {
   return signatures * LAMPORTS_PER_SIGNATURE + Math.ceil((units * fees.priorityFeeMicroLamports) / 1_000_000);
 }
 
-/** Builds and signs a legacy transaction paid by the backend's payer. */
+/** Builds and signs a legacy transaction paid by `payer` under the backend's fee settings. */
 export function buildSignedTransaction(
-  chain: ChainBackend,
+  chain: Pick<ChainBackend, 'fees'>,
+  payer: Keypair,
   instructions: TransactionInstruction[],
   signers: Keypair[],
   blockhash: BlockhashInfo,
 ): Transaction {
-  const tx = new Transaction({ feePayer: chain.payer.publicKey, blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight });
+  const tx = new Transaction({ feePayer: payer.publicKey, blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight });
   tx.add(...withComputeBudget(chain.fees, instructions));
   // Native ed25519 (node:crypto) instead of web3.js's pure-JS signing on the event loop.
-  signTransaction(tx, [chain.payer, ...signers]);
+  signTransaction(tx, [payer, ...signers.filter((s) => !s.publicKey.equals(payer.publicKey))]);
   return tx;
 }

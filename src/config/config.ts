@@ -63,6 +63,11 @@ export interface Config {
     pollIntervalMs: number;
   };
   breaker: { failureThreshold: number; resetTimeoutMs: number };
+  /**
+   * Owners' funding wallets (docs/funding.md): FUNDING_DEV_AIRDROP, the SOL a new wallet gets from
+   * the chain's faucet outside production (default 100, 0 off; never in production).
+   */
+  funding: { devAirdropLamports: number };
   /** Owner webhook endpoints (docs/webhooks.md): disabled after failing continuously this long. */
   endpoints: { disableAfterMs: number };
   /** Per-owner bounds (docs/architecture.md, "Limits and fairness"); over one: 409 limit_reached. */
@@ -149,6 +154,17 @@ function leaseVar(env: Env, name: string, fallback: number): number {
   const ms = durationVar(env, name, fallback);
   if (ms < 2000) throw new ConfigError(name, `must be at least 2s (the lease is renewed at most once a second), got ${ms}ms`);
   return ms;
+}
+
+/** A decimal SOL amount (at most 9 decimals, at most 1 000 000 SOL) as lamports. */
+function solVar(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return Math.round(fallback * 1e9);
+  const match = /^(\d{1,7})(?:\.(\d{1,9}))?$/.exec(raw.trim());
+  if (!match) throw new ConfigError(name, `must be an amount of SOL such as 100 or 0.5 (got "${raw}")`);
+  const lamports = Number(match[1]) * 1e9 + Number((match[2] ?? '').padEnd(9, '0'));
+  if (lamports > 1e15) throw new ConfigError(name, 'must be at most 1000000 SOL');
+  return lamports;
 }
 
 function boolVar(env: Env, name: string, fallback: boolean): boolean {
@@ -323,6 +339,7 @@ export function loadConfig(env: Env = process.env): Config {
       failureThreshold: intVar(env, 'BREAKER_FAILURE_THRESHOLD', 3, 1, 1000),
       resetTimeoutMs: durationVar(env, 'BREAKER_RESET_TIMEOUT', 5 * 60_000),
     },
+    funding: { devAirdropLamports: production ? 0 : solVar(env, 'FUNDING_DEV_AIRDROP', 100) },
     endpoints: { disableAfterMs: durationVar(env, 'ENDPOINT_DISABLE_AFTER', 5 * 86_400_000) },
     ownerLimits: {
       endpoints: intVar(env, 'MAX_ENDPOINTS_PER_OWNER', DEFAULT_OWNER_LIMITS.endpoints, 1, 100_000),

@@ -47,6 +47,8 @@ export interface LaunchesTable {
   updated_at: number;
   started_at: number | null;
   completed_at: number | null;
+  /** The funding wallet that pays the launch; null: the service's payer (launches from before funding). */
+  payer: string | null;
 }
 
 export type StepStatus = 'pending' | 'running' | 'waiting' | 'complete' | 'failed' | 'skipped';
@@ -200,6 +202,40 @@ export interface DashboardSessionsTable {
   expires_at: number;
 }
 
+/** One owner's funding wallet and limits (docs/funding.md). Amounts in lamports. */
+export interface FundingWalletsTable {
+  owner: string;
+  address: string;
+  /** The keypair's 32-byte seed, base64, sealed under SECRET_KEY. */
+  seed_enc: string;
+  max_lamports_per_launch: number | null;
+  max_lamports_per_day: number | null;
+  max_launches_per_day: number | null;
+  low_balance_lamports: number | null;
+  low_balance: Generated<number>;
+  seen_balance: number | null;
+  withdrawing_lamports: number | null;
+  withdrawing_until: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type FundingEntryKind = 'reserve' | 'spend' | 'release' | 'withdraw' | 'deposit';
+
+/** An immutable ledger entry; reservations are derived from these, never stored as a balance. */
+export interface FundingLedgerTable {
+  id: string;
+  owner: string;
+  launch_id: string | null;
+  kind: FundingEntryKind;
+  lamports: number;
+  signature: string | null;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  details: string | null;
+  created_at: number;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -215,6 +251,8 @@ export interface Database {
   chain_accounts: ChainAccountsTable;
   service_meta: ServiceMetaTable;
   dashboard_sessions: DashboardSessionsTable;
+  funding_wallets: FundingWalletsTable;
+  funding_ledger: FundingLedgerTable;
 }
 
 export type LaunchRow = Selectable<LaunchesTable>;
@@ -225,3 +263,5 @@ export type DeliveryRow = Selectable<DeliveriesTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type DeadLetterRow = Selectable<DeadLettersTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type FundingWalletRow = Selectable<FundingWalletsTable>;
+export type FundingEntryRow = Selectable<FundingLedgerTable>;

@@ -1,4 +1,4 @@
-import { ConflictError, InvalidInputError, NotFoundError, UnavailableError, UnprocessableError, type DomainError } from '../lib/errors.js';
+import { ConflictError, InsufficientFundsError, InvalidInputError, LimitExceededError, NotFoundError, UnavailableError, UnprocessableError, type DomainError } from '../lib/errors.js';
 
 /** A failure that becomes the error envelope `{"error": {code, message, details}}` (docs/api.md). */
 export class ApiError extends Error {
@@ -31,6 +31,8 @@ export function errorBody(error: ApiError): Record<string, unknown> {
 /** The HTTP status of each domain error class (`src/lib/errors.ts`); the domain never names a status. */
 const DOMAIN_STATUS: Array<[abstract new (...args: never[]) => DomainError, number]> = [
   [InvalidInputError, 400],
+  [InsufficientFundsError, 402],
+  [LimitExceededError, 403],
   [NotFoundError, 404],
   [ConflictError, 409],
   [UnprocessableError, 422],

@@ -1,9 +1,11 @@
 import { createHmac } from 'node:crypto';
+import type { Keypair } from '@solana/web3.js';
 import type { ChainBackend } from '../chain/backend.js';
+import { keypairFromSeed } from '../chain/ed25519.js';
 import { deriveLaunchKeys } from '../chain/keys.js';
 import { DEFAULT_PROGRAM_IDS } from '../chain/programs/programIds.js';
 import { assertPayerCoversProgramSteps } from '../chain/steps/balance.js';
-import type { StepExecutor, StepName } from '../chain/steps/types.js';
+import type { StepExecutor, StepName, StepOutcome } from '../chain/steps/types.js';
 import { NonRetriableError } from '../lib/retry.js';
 import { planFromRequest } from './plan.js';
 import type { StepRunner } from './stepPort.js';
@@ -23,18 +25,39 @@ export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Bu
     const executor = deps.executors[input.step];
     if (!executor) throw new NonRetriableError('invalid_configuration', `No executor for step ${input.step}`);
     const plan = planFromRequest(input.launchId, input.request);
-    if (input.step === 'create_mint' && Object.keys(input.pending).length === 0) {
-      // Refuse before the first transaction when the payer cannot cover the whole launch.
-      await assertPayerCoversProgramSteps(deps.chain, plan, DEFAULT_PROGRAM_IDS, TOKEN_STEPS_RESERVE_LAMPORTS);
+    const payer = input.payerSeed ? keypairFromSeed(Buffer.from(input.payerSeed)) : deps.chain.payer;
+    if (input.step === 'create_mint' && Object.keys(input.pending).length === 0 && input.budgetLamports === undefined) {
+      // A launch without a reservation: refuse before the first transaction when the payer cannot cover it.
+      await assertPayerCoversProgramSteps(deps.chain, payer.publicKey, plan, DEFAULT_PROGRAM_IDS, TOKEN_STEPS_RESERVE_LAMPORTS);
     }
-    return executor({
+    const outcome = await executor({
       plan,
       keys: deriveLaunchKeys(master, input.launchId),
       results: input.results,
       pending: input.pending,
       recordPending: input.recordPending,
       chain: deps.chain,
+      payer,
+      budget: input.budgetLamports === undefined ? undefined : { remainingLamports: input.budgetLamports },
       logger: input.logger,
     });
+    return { ...outcome, spent: await spentBy(deps.chain, payer, outcome) };
   };
+}
+
+/**
+ * What the payer really spent in each of the step's transactions, from the chain's record of it:
+ * the fee payer's lamports before minus after. A transaction the chain cannot show yet (an RPC
+ * node that has not finalized it) counts nothing here; the launch's release settles the rest.
+ */
+async function spentBy(chain: ChainBackend, payer: Keypair, outcome: StepOutcome): Promise<NonNullable<StepOutcome['spent']>> {
+  const spent: NonNullable<StepOutcome['spent']> = [];
+  for (const { signature } of outcome.transactions) {
+    const tx = await chain.history.getTransaction(signature).catch(() => null);
+    if (!tx || tx.accountKeys[0] !== payer.publicKey.toBase58()) continue;
+    const before = tx.preBalances[0];
+    const after = tx.postBalances[0];
+    if (before !== undefined && after !== undefined) spent.push({ signature, lamports: before - after });
+  }
+  return spent;
 }

@@ -27,7 +27,16 @@ export interface CreateLaunchDeps {
  */
 export async function createLaunch(
   deps: CreateLaunchDeps,
-  args: { owner: string; request: LaunchRequest; requestId: string; inTransaction?: (trx: Tx, launchId: string) => Promise<void> },
+  args: {
+    owner: string;
+    request: LaunchRequest;
+    requestId: string;
+    /** The funding wallet that pays the launch (docs/funding.md). */
+    payer?: string | undefined;
+    /** Runs first in the launch's transaction (the funding reservation); a throw creates nothing. */
+    reserve?: ((trx: Tx, launchId: string) => Promise<void>) | undefined;
+    inTransaction?: (trx: Tx, launchId: string) => Promise<void>;
+  },
 ): Promise<string> {
   const id = newSortableId('lch');
   const now = deps.clock.now();
@@ -45,6 +54,7 @@ export async function createLaunch(
     if (Number(n) >= max) {
       throw new LimitReachedError(`This owner already has ${max} launches queued or processing, the most allowed; retry when one has finished`, 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER', max);
     }
+    await args.reserve?.(trx, id);
     await insertLaunch(trx, {
       id,
       owner: args.owner,
@@ -52,6 +62,7 @@ export async function createLaunch(
       webhookUrl: args.request.webhookUrl,
       webhookSecretEnc: deps.secretBox.seal(args.request.webhookSecret),
       requestId: args.requestId,
+      payer: args.payer ?? null,
       steps,
       now,
     });

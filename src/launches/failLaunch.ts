@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
+import type { Funding } from '../funding/funding.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 import { insertDeadLetter } from '../deadLetters/store.js';
 import { failStep, updateLeasedLaunchOrThrow, type LaunchLease } from './runStore.js';
@@ -10,7 +11,7 @@ import { failStep, updateLeasedLaunchOrThrow, type LaunchLease } from './runStor
  * dead letter for review, all in one transaction.
  */
 export async function failLaunch(
-  deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; lease: LaunchLease },
+  deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; lease: LaunchLease; funding?: Pick<Funding, 'release'> | undefined },
   failure: { step: string; code: string; message: string; results: Record<string, unknown> },
 ): Promise<void> {
   const { launch } = deps;
@@ -26,6 +27,8 @@ export async function failLaunch(
       requestId: launch.request_id,
       data: { error, partialResults: failure.results },
     });
+    // The reservation closes with the launch: what it did not spend is free again.
+    await deps.funding?.release(trx, launch.id);
     await insertDeadLetter(trx, { kind: 'launch', owner: launch.owner, launchId: launch.id, step: failure.step, errorCode: failure.code, errorMessage: failure.message, now });
   });
   deps.signal.notify();

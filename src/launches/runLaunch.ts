@@ -13,6 +13,7 @@ import { findSteps } from './store.js';
 import { failLaunch } from './failLaunch.js';
 import type { StepRunner } from './stepPort.js';
 import { asStepName } from './steps.js';
+import type { Funding } from '../funding/funding.js';
 
 /** Finalization retries for this long after the last step, then the launch fails with `finalize_timeout`. */
 export const DEFAULT_FINALIZE_TIMEOUT_MS = 15 * 60_000;
@@ -52,6 +53,8 @@ export interface LaunchRunDeps {
   transientDeadlineMs?: number;
   /** Delay before the next try after a transient failure (default: capped, jittered, at least `Retry-After`). */
   backoff?: TransientBackoff;
+  /** The owners' funding wallets (docs/funding.md): who pays, what each step spent, the release at the end. */
+  funding?: Pick<Funding, 'payerFor' | 'recordSpends' | 'release'> | undefined;
 }
 
 interface RunArgs extends LaunchRunDeps {
@@ -109,12 +112,15 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     const logger = args.logger.child({ step: step.name, attempt: stepAttempt });
     let output: StepOutcome;
     try {
+      const paidBy = await args.funding?.payerFor(launch);
       output = await args.runStep({
         launchId: launch.id,
         step: asStepName(step.name),
         request,
         results: { ...results },
         pending,
+        payerSeed: paidBy?.payerSeed,
+        budgetLamports: paidBy?.budgetLamports,
         logger,
         async recordPending(label, tx) {
           pending[label] = tx;
@@ -155,6 +161,7 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
       const now = clock.now();
       stepsDoneAt = now;
       await completeStep(trx, lease, { step: step.name, result: output.result, transactions: output.transactions, now });
+      await args.funding?.recordSpends(trx, launch, output.spent ?? []);
       if (last && args.confirmedIsFinal) {
         await completeLaunch(trx, args, results, allTransactions(), now, events, handoff);
         completed = true;
@@ -211,5 +218,6 @@ async function completeLaunch(trx: Tx, args: RunArgs, results: Record<string, un
     events.length,
   );
   await insertEvents(trx, args.clock, target, events, handoff);
+  await args.funding?.release(trx, launch.id);
   await args.onComplete?.(trx, launch.id, results, now);
 }

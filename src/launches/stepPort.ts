@@ -13,6 +13,13 @@ export interface StepRunInput {
   results: Record<string, unknown>;
   /** Transactions of this step recorded by earlier attempts, by label. */
   pending: Record<string, PendingTx>;
+  /**
+   * The seed of the funding wallet that pays the launch (its owner's); absent for a launch created
+   * before funding existed, which the chain's own payer pays.
+   */
+  payerSeed?: Uint8Array | undefined;
+  /** What the launch may still spend of its reservation (owner-funded launches). */
+  budgetLamports?: number | undefined;
   /** Persists a signed transaction before it is sent; resolves once it is durable. */
   recordPending(label: string, tx: PendingTx): Promise<void>;
   logger: Logger;

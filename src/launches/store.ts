@@ -4,7 +4,7 @@ import type { LaunchRow, LaunchStatus, StepRow } from '../db/schema.js';
 /** Inserts a queued launch and its pending steps. */
 export async function insertLaunch(
   trx: DbOrTx,
-  args: { id: string; owner: string; request: string; webhookUrl: string; webhookSecretEnc: string; requestId: string; steps: string[]; now: number },
+  args: { id: string; owner: string; request: string; webhookUrl: string; webhookSecretEnc: string; requestId: string; payer?: string | null; steps: string[]; now: number },
 ): Promise<void> {
   await trx
     .insertInto('launches')
@@ -24,6 +24,7 @@ export async function insertLaunch(
       updated_at: args.now,
       started_at: null,
       completed_at: null,
+      payer: args.payer ?? null,
     })
     .execute();
   if (args.steps.length === 0) return;

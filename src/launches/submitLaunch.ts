@@ -1,10 +1,14 @@
 import type { RequiredProgram } from '../chain/steps/index.js';
 import type { LaunchRow, StepRow } from '../db/schema.js';
-import { ConflictError, InvalidInputError, NotFoundError, UnavailableError, UnprocessableError } from '../lib/errors.js';
+import { ConflictError, DomainError, InvalidInputError, NotFoundError, UnavailableError, UnprocessableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { createLaunch, type CreateLaunchDeps } from './createLaunch.js';
 import { claimIdempotencyKey, completeIdempotencyKey, isValidIdempotencyKey, releaseIdempotencyKey, requestHash } from './idempotency.js';
-import { parseLaunchRequest, type LaunchRequest } from './request.js';
+import type { Funding } from '../funding/funding.js';
+import type { LaunchQuote } from '../funding/quote.js';
+import { planFromRequest } from './plan.js';
+import { parseLaunchRequest, storedRequest, type LaunchRequest } from './request.js';
+import { stepsFor } from './steps.js';
 import { findLaunch, findSteps } from './store.js';
 
 export interface SubmitLaunchDeps extends CreateLaunchDeps {
@@ -12,6 +16,8 @@ export interface SubmitLaunchDeps extends CreateLaunchDeps {
   /** Keys the stored idempotency request hash (see requestHashKey). */
   requestHashKey: Buffer;
   checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
+  /** The owner's funding (docs/funding.md): every launch reserves its quote in its own transaction. */
+  funding?: Pick<Funding, 'prepare' | 'reserve' | 'quote'> | undefined;
 }
 
 export interface SubmitLaunchInput {
@@ -80,23 +86,20 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
   }
 
   async function validateAndCreate(input: SubmitLaunchInput, key: string | undefined, onCommit?: () => void): Promise<string> {
-    const parsed = parseLaunchRequest(input.body, { requireHttps: deps.production, publicDestinationsOnly: deps.production });
-    if (!parsed.ok) throw new InvalidInputError('The launch request is invalid', { fields: parsed.errors });
-    const missing = await deps.checkCapabilities(parsed.value).catch((error: unknown) => {
-      input.logger.warn({ err: error }, 'capability check failed');
-      throw new UnavailableError('The chain could not be reached to check the programs this launch needs; retry with the same Idempotency-Key', 5);
-    });
-    if (missing.length > 0) {
-      throw new UnprocessableError(
-        'chain_capability_missing',
-        `The configured chain lacks ${missing.map((m) => `${m.name} (${m.programId})`).join(', ')}; provide it with CHAIN_PROGRAMS_DIR (solana program dump -u m <programId> <programId>.so) or use a cluster that has it`,
-        { missing },
-      );
-    }
+    const request = await validateLaunchRequest(deps, input.body, input.logger);
+    const prepared = deps.funding
+      ? await deps.funding.prepare(input.owner, planFromRequest('quote', storedRequest(request)), stepsFor(request)).catch((error: unknown) => {
+          input.logger.warn({ err: error }, 'funding check failed');
+          throw new UnavailableError('The chain could not be reached to read the funding wallet; retry with the same Idempotency-Key', 5);
+        })
+      : undefined;
+    const funding = deps.funding;
     const launchId = await createLaunch(deps, {
       owner: input.owner,
-      request: parsed.value,
+      request,
       requestId: input.requestId,
+      payer: prepared?.wallet.address,
+      reserve: prepared && funding ? (trx, id) => funding.reserve(trx, prepared, id) : undefined,
       inTransaction:
         key === undefined
           ? undefined
@@ -107,4 +110,42 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
     onCommit?.();
     return launchId;
   }
+}
+
+/**
+ * Validates a launch body as create does (every bad field named) and checks that the chain has
+ * every program it needs; the quote validates with it too, so both refuse alike.
+ */
+export async function validateLaunchRequest(
+  deps: Pick<SubmitLaunchDeps, 'production' | 'checkCapabilities'>,
+  body: unknown,
+  logger: Logger,
+): Promise<LaunchRequest> {
+  const parsed = parseLaunchRequest(body, { requireHttps: deps.production, publicDestinationsOnly: deps.production });
+  if (!parsed.ok) throw new InvalidInputError('The launch request is invalid', { fields: parsed.errors });
+  const missing = await deps.checkCapabilities(parsed.value).catch((error: unknown) => {
+    logger.warn({ err: error }, 'capability check failed');
+    throw new UnavailableError('The chain could not be reached to check the programs this launch needs; retry with the same Idempotency-Key', 5);
+  });
+  if (missing.length > 0) {
+    throw new UnprocessableError(
+      'chain_capability_missing',
+      `The configured chain lacks ${missing.map((m) => `${m.name} (${m.programId})`).join(', ')}; provide it with CHAIN_PROGRAMS_DIR (solana program dump -u m <programId> <programId>.so) or use a cluster that has it`,
+      { missing },
+    );
+  }
+  return parsed.value;
+}
+
+/** `POST /api/launches/quote`: the launch body validated as create does, priced against the owner's wallet; creates nothing. */
+export async function quoteLaunch(
+  deps: Pick<SubmitLaunchDeps, 'production' | 'checkCapabilities'> & { funding: Pick<Funding, 'quote'> },
+  input: { owner: string; body: unknown; logger: Logger },
+): Promise<LaunchQuote> {
+  const request = await validateLaunchRequest(deps, input.body, input.logger);
+  return deps.funding.quote(input.owner, planFromRequest('quote', storedRequest(request)), stepsFor(request)).catch((error: unknown) => {
+    if (error instanceof DomainError) throw error;
+    input.logger.warn({ err: error }, 'quote failed');
+    throw new UnavailableError('The chain could not be reached to price this launch; retry in a moment', 5);
+  });
 }

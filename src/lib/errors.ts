@@ -63,3 +63,17 @@ export class UnavailableError extends DomainError {
     super(code, message);
   }
 }
+
+/** The owner's funding wallet cannot cover what the operation needs (`insufficient_funds`). */
+export class InsufficientFundsError extends DomainError {
+  constructor(message: string, details: { requiredLamports: string; availableLamports: string; address: string }) {
+    super('insufficient_funds', message, details);
+  }
+}
+
+/** A limit the operator set refuses the operation until it resets (`funding_limit_exceeded`). */
+export class LimitExceededError extends DomainError {
+  constructor(message: string, details: { limit: string; max: string; resetsAt: string }, code = 'funding_limit_exceeded') {
+    super(code, message, details);
+  }
+}

@@ -32,12 +32,12 @@ describe('payer balance pre-check for vesting, DAO and pool', () => {
   it('fails with insufficient_balance when the payer cannot cover them, and passes when it can', async () => {
     const plan = fullPlan();
     launch = await startLaunch(plan, { fundLamports: SOL });
-    await expect(assertPayerCoversProgramSteps(launch.chain, plan, DEFAULT_PROGRAM_IDS)).rejects.toMatchObject({
+    await expect(assertPayerCoversProgramSteps(launch.chain, launch.chain.payer.publicKey, plan, DEFAULT_PROGRAM_IDS)).rejects.toMatchObject({
       name: 'NonRetriableError',
       code: 'insufficient_balance',
     });
     await launch.chain.airdrop(launch.chain.payer.publicKey, 5n * SOL);
-    const costs = await assertPayerCoversProgramSteps(launch.chain, plan, DEFAULT_PROGRAM_IDS);
+    const costs = await assertPayerCoversProgramSteps(launch.chain, launch.chain.payer.publicKey, plan, DEFAULT_PROGRAM_IDS);
     expect(costs.total).toBeGreaterThan(0);
   });
 

@@ -192,6 +192,8 @@ describe('Raydium CPMM fee-collection decoder', () => {
         { accountIndex: 8, mint: m0, owner: claimer, amount: '105' },
         { accountIndex: 9, mint: m1, owner: claimer, amount: '7' },
       ],
+      preBalances: [],
+      postBalances: [],
     };
     expect(decodeFeeCollections(tx, CPMM_MAINNET_PROGRAM_ID.toBase58(), pool)).toEqual([{ instructionIndex: 0, kind: 'creator', pool, claimer, amounts: { [m0]: '100', [m1]: '7' } }]);
     expect(decodeFeeCollections(tx, CPMM_MAINNET_PROGRAM_ID.toBase58(), config)).toEqual([]);

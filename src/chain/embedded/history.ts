@@ -238,5 +238,7 @@ export function toHistoryTransaction(signature: string, stored: { slot: number; 
     logs: stored.meta.logMessages,
     preTokenBalances: plain(stored.meta.preTokenBalances),
     postTokenBalances: plain(stored.meta.postTokenBalances),
+    preBalances: stored.meta.preBalances,
+    postBalances: stored.meta.postBalances,
   };
 }

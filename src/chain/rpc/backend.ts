@@ -97,6 +97,7 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
     },
     getAccountInfo: (pubkey, commitment) => call(() => connection.getAccountInfo(pubkey, commitment ?? 'confirmed')),
     getBalance: (pubkey) => call(() => connection.getBalance(pubkey, 'confirmed')),
+    requestAirdrop: (pubkey, lamports) => call(() => connection.requestAirdrop(pubkey, Number(lamports))),
     getMinimumBalanceForRentExemption: (size) => call(() => connection.getMinimumBalanceForRentExemption(size)),
     async isProgramExecutable(programId) {
       const info = await call(() => connection.getAccountInfo(programId, 'confirmed'));

@@ -48,6 +48,8 @@ export function createRpcHistory(connection: Connection, breaker: RpcBreaker): C
         logs: tx.meta?.logMessages ?? [],
         preTokenBalances: tokenBalances(tx.meta?.preTokenBalances),
         postTokenBalances: tokenBalances(tx.meta?.postTokenBalances),
+        preBalances: tx.meta?.preBalances ?? [],
+        postBalances: tx.meta?.postBalances ?? [],
       };
     },
     getAccountInfo: (pubkey) => call(() => connection.getAccountInfo(pubkey, 'finalized')),

@@ -20,7 +20,7 @@ export interface ProgramStepCosts {
 }
 
 /** The pool-creation fee the chain's AmmConfig charges (mainnet's 0.15 SOL when it cannot be read). */
-async function createPoolFee(chain: ChainBackend, poolProgram: string): Promise<bigint> {
+export async function createPoolFee(chain: ChainBackend, poolProgram: string): Promise<bigint> {
   try {
     const deployment = cpmmDeployment(new PublicKey(poolProgram));
     const info = await chain.getAccountInfo(ammConfigAddress(deployment.programId, deployment.ammConfigIndex)[0]);
@@ -53,17 +53,18 @@ export async function programStepCosts(chain: ChainBackend, plan: LaunchPlan, id
  */
 export async function assertPayerCoversProgramSteps(
   chain: ChainBackend,
+  payer: PublicKey,
   plan: LaunchPlan,
   ids: Pick<ProgramIds, 'pool'>,
   reservedLamports = 0,
 ): Promise<ProgramStepCosts> {
   const costs = await programStepCosts(chain, plan, ids);
-  const balance = await chain.getBalance(chain.payer.publicKey);
+  const balance = await chain.getBalance(payer);
   const needed = costs.total + reservedLamports;
   if (balance < needed) {
     throw new NonRetriableError(
       'insufficient_balance',
-      `payer ${chain.payer.publicKey.toBase58()} holds ${balance} lamports; vesting, DAO and pool need ${needed} ` +
+      `payer ${payer.toBase58()} holds ${balance} lamports; vesting, DAO and pool need ${needed} ` +
         `(vesting ${costs.create_vesting}, dao ${costs.create_dao}, pool ${costs.create_pool} incl. quote and pool fee)`,
     );
   }

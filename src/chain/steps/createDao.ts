@@ -32,7 +32,7 @@ export function createDaoStep(ids: Pick<ProgramIds, 'governance'> = DEFAULT_PROG
     }
     await requireProgram(chain, programId, 'SPL Governance');
     const mint = ctx.keys.mint.publicKey;
-    const payer = chain.payer.publicKey;
+    const payer = ctx.payer.publicKey;
     const treasuryAmount = plan.allocations.treasury > 0 ? allocationAmount(ctx, 'treasury') : 0n;
     let built: Awaited<ReturnType<typeof buildDaoInstructions>>;
     try {

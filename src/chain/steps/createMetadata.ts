@@ -6,9 +6,8 @@ import { METAPLEX_TOKEN_METADATA_PROGRAM_ID } from '../programs/programIds.js';
 import { readTokenMetadata } from '../programs/token2022/tokenMetadata.js';
 import { sendOnce } from './support.js';
 import type { StepContext, StepExecutor } from './types.js';
+import { METAPLEX_METADATA_MAX_SIZE } from './launchCosts.js';
 
-// Metaplex metadata account: 1 + 32 + 32 + 4+32 + 4+10 + 4+200 + 2 + 1+(4+5*34) + 1 + 1 + 1 + 1+1 + 1+33 + 1+17 + 1+9 + 1+33 (max).
-const METAPLEX_METADATA_MAX_SIZE = 679;
 
 /**
  * create_metadata. Token-2022: the metadata was written by create_mint; this step verifies it on
@@ -40,8 +39,8 @@ export const createMetadata: StepExecutor = async (ctx) => {
     instructions: () => [
       createMetaplexMetadataInstruction({
         mint,
-        mintAuthority: chain.payer.publicKey,
-        payer: chain.payer.publicKey,
+        mintAuthority: ctx.payer.publicKey,
+        payer: ctx.payer.publicKey,
         updateAuthority: new PublicKey(plan.creator),
         name: plan.name,
         symbol: plan.ticker,

@@ -1,13 +1,8 @@
 import { PublicKey, SystemProgram, type TransactionInstruction } from '@solana/web3.js';
-import {
-  ExtensionType,
-  MINT_SIZE,
-  createInitializeMetadataPointerInstruction,
-  createInitializeMint2Instruction,
-  getMintLen,
-} from '@solana/spl-token';
+import { createInitializeMetadataPointerInstruction, createInitializeMint2Instruction } from '@solana/spl-token';
 import { readMint, tokenProgramOf } from './chainReads.js';
-import { createInitializeTokenMetadataInstruction, mintLenWithTokenMetadata, readTokenMetadata } from '../programs/token2022/tokenMetadata.js';
+import { createInitializeTokenMetadataInstruction, readTokenMetadata } from '../programs/token2022/tokenMetadata.js';
+import { mintFundedSize } from './launchCosts.js';
 import { sendOnce } from './support.js';
 import type { StepContext, StepExecutor } from './types.js';
 
@@ -21,13 +16,13 @@ export const createMint: StepExecutor = async (ctx) => {
   const { plan, chain, keys } = ctx;
   const mint = keys.mint.publicKey;
   const programId = tokenProgramOf(plan);
-  const payer = chain.payer.publicKey;
+  const payer = ctx.payer.publicKey;
   const creator = new PublicKey(plan.creator);
   const is2022 = plan.tokenStandard === 'token-2022';
   const fields = { name: plan.name, symbol: plan.ticker, uri: plan.uri };
-  const space = is2022 ? getMintLen([ExtensionType.MetadataPointer]) : MINT_SIZE;
   // Token-2022 grows the account when metadata is written; fund the size it will really have.
-  const rentLamports = await chain.getMinimumBalanceForRentExemption(is2022 ? mintLenWithTokenMetadata(space, fields) : space);
+  const { space, funded } = mintFundedSize(plan);
+  const rentLamports = await chain.getMinimumBalanceForRentExemption(funded);
 
   const instructions = (): TransactionInstruction[] => {
     const ixs: TransactionInstruction[] = [

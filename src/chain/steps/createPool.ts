@@ -31,7 +31,7 @@ export function createPoolStep(ids: Pick<ProgramIds, 'pool'> = DEFAULT_PROGRAM_I
     const createPoolFee = await readCreatePoolFee(ctx, cpmm);
     const mint = ctx.keys.mint.publicKey;
     const tokenProgram = tokenProgramOf(plan);
-    const payer = chain.payer.publicKey;
+    const payer = ctx.payer.publicKey;
     const quoteLamports = solToLamports(plan.pool.quoteAmount);
     let built: CreatePoolPlan;
     try {
@@ -112,7 +112,7 @@ export async function poolCreated(ctx: StepContext, programId: PublicKey, pool: 
   const info = await ctx.chain.getAccountInfo(pool);
   if (!info || !info.owner.equals(programId)) return false;
   const state = decodePoolState(info.data);
-  if (!state.poolCreator.equals(ctx.chain.payer.publicKey)) {
+  if (!state.poolCreator.equals(ctx.payer.publicKey)) {
     throw new NonRetriableError('program_error', `pool ${pool.toBase58()} was created by ${state.poolCreator.toBase58()}, not by this service`);
   }
   return true;

@@ -27,7 +27,7 @@ export function createVestingStep(ids: Pick<ProgramIds, 'vesting'> = DEFAULT_PRO
     await requireProgram(chain, programId, 'Jupiter Lock');
     const mint = ctx.keys.mint.publicKey;
     const tokenProgram = tokenProgramOf(plan);
-    const payer = chain.payer.publicKey;
+    const payer = ctx.payer.publicKey;
     const amount = allocationAmount(ctx, 'vesting');
     const escrow = escrowAddress(ctx.keys.base.publicKey, programId);
     const existing = () => readEscrow(ctx, escrow, programId, recipient, mint);

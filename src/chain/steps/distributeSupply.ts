@@ -1,17 +1,15 @@
 import { PublicKey, type TransactionInstruction } from '@solana/web3.js';
 import {
-  ACCOUNT_SIZE,
   AuthorityType,
-  ExtensionType,
   createAssociatedTokenAccountIdempotentInstruction,
   createMintToInstruction,
   createSetAuthorityInstruction,
-  getAccountLen,
   getAssociatedTokenAddressSync,
 } from '@solana/spl-token';
 import { NonRetriableError } from '../../lib/retry.js';
 import { splitSupply, totalBaseUnits } from './allocations.js';
 import { readMint, tokenProgramOf } from './chainReads.js';
+import { tokenAccountSize } from './costs.js';
 import { sendOnce } from './support.js';
 import type { StepContext, StepExecutor } from './types.js';
 
@@ -25,14 +23,13 @@ export const distributeSupply: StepExecutor = async (ctx) => {
   const { plan, chain } = ctx;
   const mint = ctx.keys.mint.publicKey;
   const programId = tokenProgramOf(plan);
-  const payer = chain.payer.publicKey;
+  const payer = ctx.payer.publicKey;
   const creator = new PublicKey(plan.creator);
   const shares = splitSupply(plan);
   const ownerOf = (held: 'creator' | 'payer') => (held === 'creator' ? creator : payer);
   const ataOf = (owner: PublicKey) => getAssociatedTokenAddressSync(mint, owner, true, programId);
   const owners = [...new Map(shares.map((s) => [ownerOf(s.held).toBase58(), ownerOf(s.held)])).values()];
-  const accountSize = plan.tokenStandard === 'token-2022' ? getAccountLen([ExtensionType.ImmutableOwner]) : ACCOUNT_SIZE;
-  const rentLamports = owners.length * (await chain.getMinimumBalanceForRentExemption(accountSize));
+  const rentLamports = owners.length * (await chain.getMinimumBalanceForRentExemption(tokenAccountSize(plan.tokenStandard)));
   const newAuthority = plan.revokeMintAuthority ? null : creator;
 
   const instructions = (): TransactionInstruction[] => [

@@ -1,5 +1,6 @@
 import type { Logger } from '../../lib/logger.js';
 import type { ChainBackend } from '../backend.js';
+import type { Keypair } from '@solana/web3.js';
 import type { LaunchKeys } from '../keys.js';
 
 /** Every step a launch can have, in the order the runner executes them (docs/events.md). */
@@ -50,6 +51,17 @@ export interface StepContext {
   /** Persists a signed transaction; resolves only once it is durable. Called before sending. */
   recordPending(label: string, tx: PendingTx): Promise<void>;
   chain: ChainBackend;
+  /**
+   * Pays every transaction of the launch (fees, rent, the pool's quote SOL) and holds the
+   * undistributed allocations: the owner's funding wallet, or the service's payer for a launch
+   * created before funding existed.
+   */
+  payer: Keypair;
+  /**
+   * What the launch may still spend of its reservation (owner-funded launches); a send that could
+   * need more fails before anything is signed. Decremented by each send.
+   */
+  budget?: { remainingLamports: number } | undefined;
   logger: Logger;
 }
 
@@ -57,6 +69,11 @@ export interface StepContext {
 export interface StepOutcome {
   result: Record<string, unknown>;
   transactions: Array<{ type: string; signature: string }>;
+  /**
+   * Lamports the payer really spent in each of `transactions`, read from the chain (fee payer's
+   * balance before minus after); set by the step runner, not by the executors.
+   */
+  spent?: Array<{ signature: string; lamports: number }>;
 }
 
 /** Runs one step to completion, idempotently: safe to call again after any crash. */

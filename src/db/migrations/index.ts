@@ -15,6 +15,7 @@ import * as m018 from './018_delivery_index_locality.js';
 import * as m019 from './019_drop_redundant_delivery_indexes.js';
 import * as m031 from './031_retention_indexes.js';
 import * as m035 from './035_step_waiting.js';
+import * as m020 from './020_funding.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -34,6 +35,7 @@ export const migrations: Record<string, Migration> = {
   '019_drop_redundant_delivery_indexes': m019,
   '031_retention_indexes': m031,
   '035_step_waiting': m035,
+  '020_funding': m020,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -3,7 +3,7 @@ import { findActiveKey } from '../../auth/apiKeys.js';
 import type { Db } from '../../db/database.js';
 import { ApiError } from '../errors.js';
 import { lazyChild } from '../lazyLogger.js';
-import type { Scope } from '../../auth/scopes.js';
+import { EXPLICIT_SCOPES, type Scope } from '../../auth/scopes.js';
 import type { AppEnv, AuthContext } from '../env.js';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -57,10 +57,11 @@ export function rejectRefusedKey(): MiddlewareHandler<AppEnv> {
   };
 }
 
-/** The caller, who must hold `scope` (admin holds every scope). Throws 401 or 403 otherwise. */
+/** The caller, who must hold `scope` (admin holds every scope but the explicit ones). Throws 401 or 403 otherwise. */
 export function requireScope(c: Context<AppEnv>, scope: Scope): AuthContext {
   const auth = requireAuth(c);
-  if (!auth.isAdmin && !auth.scopes.includes(scope)) {
+  const implied = auth.isAdmin && !EXPLICIT_SCOPES.includes(scope);
+  if (!implied && !auth.scopes.includes(scope)) {
     throw new ApiError(403, 'forbidden', `This key lacks the "${scope}" scope`, { required_scope: scope });
   }
   return auth;

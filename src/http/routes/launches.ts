@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { createLaunchSubmitter, type SubmitLaunchDeps } from '../../launches/submitLaunch.js';
+import { createLaunchSubmitter, quoteLaunch, type SubmitLaunchDeps } from '../../launches/submitLaunch.js';
 import { presentLaunch } from '../../launches/present.js';
 import { listWatches } from '../../watcher/store.js';
 import { findLaunch, findSteps, findStepsOf, listLaunches } from '../../launches/store.js';
@@ -27,6 +27,14 @@ export function createLaunchRoutes(deps: LaunchRouteDeps): Hono<AppEnv> {
     if (outcome.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
     c.header('Location', `/api/launches/${outcome.launch.id}`);
     return c.json({ launch: presentLaunch(outcome.launch, outcome.steps) }, 202);
+  });
+
+  app.post('/quote', async (c) => {
+    const auth = requireScope(c, 'launches:write');
+    const funding = deps.funding;
+    if (!funding) throw notFound('Quotes need funding wallets, which this service does not run');
+    const body = await readJson(c);
+    return c.json({ quote: await quoteLaunch({ ...deps, funding }, { owner: auth.owner, body, logger: c.get('logger') }) });
   });
 
   app.get('/', async (c) => {

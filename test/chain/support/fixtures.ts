@@ -66,6 +66,7 @@ export class StepHarness {
         }
       },
       chain: this.chain,
+      payer: this.chain.payer,
       logger: silentLogger(),
     };
   }

@@ -25,6 +25,8 @@ export interface ThreadStepInput {
   request: Record<string, unknown>;
   results: Record<string, unknown>;
   pending: Record<string, PendingTx>;
+  payerSeed?: Uint8Array | undefined;
+  budgetLamports?: number | undefined;
   recordPending(label: string, tx: PendingTx): Promise<void>;
   logger: Logger;
 }
@@ -275,7 +277,19 @@ export function connectChainThread(
     };
     const runStep = async (input: ThreadStepInput) =>
       (await request(
-        { t: 'step', input: { launchId: input.launchId, step: input.step, request: input.request, results: input.results, pending: input.pending, logBindings: input.logger.bindings() } },
+        {
+          t: 'step',
+          input: {
+            launchId: input.launchId,
+            step: input.step,
+            request: input.request,
+            results: input.results,
+            pending: input.pending,
+            payerSeed: input.payerSeed,
+            budgetLamports: input.budgetLamports,
+            logBindings: input.logger.bindings(),
+          },
+        },
         input,
       )) as StepOutcome;
     return { backend, runStep, current: () => live?.port };

@@ -50,6 +50,9 @@ export interface WireStepInput {
   request: Record<string, unknown>;
   results: Record<string, unknown>;
   pending: Record<string, unknown>;
+  /** The funding wallet's seed (owner-funded launches); never logged. */
+  payerSeed?: Uint8Array | undefined;
+  budgetLamports?: number | undefined;
   logBindings: Record<string, unknown>;
 }
 

@@ -1,0 +1,164 @@
+import { ExtensionType, getMintLen, MINT_SIZE, ACCOUNT_SIZE } from '@solana/spl-token';
+import type { PublicKey } from '@solana/web3.js';
+import type { ChainBackend } from '../backend.js';
+import { OBSERVATION_STATE_SIZE, POOL_STATE_SIZE } from '../programs/cpmm/poolState.js';
+import { VESTING_ESCROW_SIZE } from '../programs/jupiterLock/escrowAccount.js';
+import { mintLenWithTokenMetadata } from '../programs/token2022/tokenMetadata.js';
+import type { ProgramIds } from '../programs/programIds.js';
+import { LAMPORTS_PER_SIGNATURE, estimateFee } from '../transaction.js';
+import { splitSupply } from './allocations.js';
+import { createPoolFee } from './balance.js';
+import { GOVERNANCE_SIZES, tokenAccountSize } from './costs.js';
+import { solToLamports } from './support.js';
+import type { LaunchPlan, StepName } from './types.js';
+
+/**
+ * Metaplex metadata account at its largest, which CreateMetadataAccountV3 allocates whole:
+ * 1 + 32 + 32 + 4+32 + 4+10 + 4+200 + 2 + 1+(4+5*34) + 1 + 1 + 1 + 1+1 + 1+33 + 1+17 + 1+9 + 1+33.
+ */
+export const METAPLEX_METADATA_MAX_SIZE = 679;
+
+/** An account a launch creates: who it is for, its size, and the rent that funds it. */
+export interface PlannedAccount {
+  role: string;
+  bytes: number;
+  rentLamports: number;
+  /** Opened and closed inside the same transaction: needed at its peak, given back at once. */
+  returned?: true;
+}
+
+/** What one step's transaction costs its payer. */
+export interface StepCost {
+  step: StepName;
+  accounts: PlannedAccount[];
+  /** Signatures of the transaction (the payer's and any derived signer's). */
+  signatures: number;
+  /** Lamports moved out besides rent and fees (the pool's quote SOL and creation fee). */
+  otherLamports: number;
+}
+
+/** What a plan costs, step by step; the same numbers the steps budget their sends with. */
+export interface LaunchCosts {
+  steps: StepCost[];
+  transactions: number;
+  signatures: number;
+  /** Base fees: 5 000 lamports a signature. */
+  feeLamports: number;
+  /** The compute-unit price under the backend's fee settings, at the compute limit. */
+  priorityFeeLamports: number;
+  poolQuoteLamports: number;
+  rentLamports: number;
+  /** Everything the payer must hold for the launch: rent, fees, the pool's SOL and fee. */
+  totalLamports: number;
+}
+
+/** The size the create_mint step funds: Token-2022 mints grow when their metadata is written. */
+export function mintFundedSize(plan: LaunchPlan): { space: number; funded: number } {
+  if (plan.tokenStandard !== 'token-2022') return { space: MINT_SIZE, funded: MINT_SIZE };
+  const space = getMintLen([ExtensionType.MetadataPointer]);
+  return { space, funded: mintLenWithTokenMetadata(space, { name: plan.name, symbol: plan.ticker, uri: plan.uri }) };
+}
+
+/** How many distinct holders distribute_supply opens token accounts for (the creator, and the payer for the rest). */
+export function distributionHolders(plan: LaunchPlan, payer: PublicKey): number {
+  const held = new Set(splitSupply(plan).map((s) => (s.held === 'creator' ? plan.creator : payer.toBase58())));
+  return held.size;
+}
+
+/**
+ * Every account each step of `steps` creates, with its size and rent, and every transaction's
+ * signatures: the plan the steps execute, priced on `chain` (its rent and fee settings).
+ */
+export async function planLaunchCosts(
+  chain: ChainBackend,
+  plan: LaunchPlan,
+  steps: readonly StepName[],
+  payer: PublicKey,
+  ids: Pick<ProgramIds, 'pool'>,
+): Promise<LaunchCosts> {
+  const rent = (bytes: number) => chain.getMinimumBalanceForRentExemption(bytes);
+  const account = async (role: string, bytes: number, returned = false): Promise<PlannedAccount> => ({
+    role,
+    bytes,
+    rentLamports: await rent(bytes),
+    ...(returned ? { returned: true as const } : {}),
+  });
+  const tokenAccount = tokenAccountSize(plan.tokenStandard);
+  const costs: StepCost[] = [];
+  for (const step of steps) {
+    switch (step) {
+      case 'create_mint':
+        costs.push({ step, accounts: [await account('mint', mintFundedSize(plan).funded)], signatures: 2, otherLamports: 0 });
+        break;
+      case 'create_metadata':
+        // Token-2022 writes its metadata in create_mint; this step only checks it then.
+        if (plan.tokenStandard === 'spl-token') costs.push({ step, accounts: [await account('metadata', METAPLEX_METADATA_MAX_SIZE)], signatures: 1, otherLamports: 0 });
+        break;
+      case 'distribute_supply': {
+        const holders = distributionHolders(plan, payer);
+        const accounts = [await account('creator_token_account', tokenAccount)];
+        if (holders > 1) accounts.push(await account('payer_token_account', tokenAccount));
+        costs.push({ step, accounts, signatures: 1, otherLamports: 0 });
+        break;
+      }
+      case 'create_vesting':
+        costs.push({ step, accounts: [await account('vesting_escrow', VESTING_ESCROW_SIZE), await account('vesting_escrow_token_account', tokenAccount)], signatures: 2, otherLamports: 0 });
+        break;
+      case 'create_dao':
+        costs.push({
+          step,
+          accounts: [
+            await account('realm', GOVERNANCE_SIZES.realm(plan.dao?.name ?? '')),
+            await account('realm_config', GOVERNANCE_SIZES.realmConfig),
+            await account('community_token_holding', ACCOUNT_SIZE),
+            await account('governance', GOVERNANCE_SIZES.governance),
+            await account('native_treasury', GOVERNANCE_SIZES.nativeTreasury),
+            await account('treasury_token_account', ACCOUNT_SIZE),
+          ],
+          signatures: 1,
+          otherLamports: 0,
+        });
+        break;
+      case 'create_pool': {
+        const quote = plan.pool ? solToLamports(plan.pool.quoteAmount) : 0n;
+        costs.push({
+          step,
+          accounts: [
+            await account('pool_state', POOL_STATE_SIZE),
+            await account('pool_observation', OBSERVATION_STATE_SIZE),
+            await account('lp_mint', MINT_SIZE),
+            await account('pool_token_vault', tokenAccount),
+            await account('pool_quote_vault', ACCOUNT_SIZE),
+            await account('payer_lp_token_account', ACCOUNT_SIZE, true),
+            await account('payer_wsol_account', ACCOUNT_SIZE, true),
+            await account('creator_lp_token_account', ACCOUNT_SIZE),
+          ],
+          signatures: 1,
+          otherLamports: Number(quote + (await createPoolFee(chain, ids.pool))),
+        });
+        break;
+      }
+    }
+  }
+  const signatures = costs.reduce((n, s) => n + s.signatures, 0);
+  const feeLamports = signatures * LAMPORTS_PER_SIGNATURE;
+  const priorityFeeLamports = costs.reduce((n, s) => n + estimateFee(chain.fees, s.signatures) - s.signatures * LAMPORTS_PER_SIGNATURE, 0);
+  const rentLamports = costs.reduce((n, s) => n + s.accounts.reduce((m, a) => m + a.rentLamports, 0), 0);
+  const poolQuoteLamports = plan.pool && steps.includes('create_pool') ? Number(solToLamports(plan.pool.quoteAmount)) : 0;
+  const other = costs.reduce((n, s) => n + s.otherLamports, 0);
+  return {
+    steps: costs,
+    transactions: costs.length,
+    signatures,
+    feeLamports,
+    priorityFeeLamports,
+    poolQuoteLamports,
+    rentLamports,
+    totalLamports: rentLamports + feeLamports + priorityFeeLamports + other,
+  };
+}
+
+/** What one step's send budgets: its accounts' rent and what else it moves (the step's `rentLamports`). */
+export function stepSpendLamports(cost: StepCost): number {
+  return cost.accounts.reduce((n, a) => n + a.rentLamports, 0) + cost.otherLamports;
+}

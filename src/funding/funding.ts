@@ -1,0 +1,321 @@
+import { PublicKey, SystemProgram } from '@solana/web3.js';
+import bs58 from 'bs58';
+import type { Logger } from 'pino';
+import type { ChainBackend } from '../chain/backend.js';
+import { serializeSigned } from '../chain/ed25519.js';
+import { buildSignedTransaction, LAMPORTS_PER_SIGNATURE } from '../chain/transaction.js';
+import type { LaunchPlan, StepName } from '../chain/steps/types.js';
+import type { SecretBox } from '../crypto/secretBox.js';
+import type { Db, DbOrTx } from '../db/database.js';
+import { isPostgres } from '../db/dialect.js';
+import type { FundingEntryRow, FundingWalletRow } from '../db/schema.js';
+import type { Clock } from '../lib/clock.js';
+import { ConflictError, InsufficientFundsError, InvalidInputError, LimitExceededError, UnavailableError, UnprocessableError } from '../lib/errors.js';
+import { closeReservation, dayUsage, insertEntry, launchReservation, recordedSpends, reservedLamports, withdrawalByKey } from './ledger.js';
+import { launchCosts, presentQuote, quoteTotal, type LaunchQuote } from './quote.js';
+import { ensureWallet, findWallet, walletSeed, walletSigner } from './wallets.js';
+
+/** Spends recorded this recently may not show in a balance read just before: not subtracted (ledger.ts). */
+const SPEND_SETTLE_MS = 5_000;
+
+export interface FundingLimits {
+  maxLamportsPerLaunch: number | null;
+  maxLamportsPerDay: number | null;
+  maxLaunchesPerDay: number | null;
+  lowBalanceLamports: number | null;
+}
+
+export interface FundingDeps {
+  db: Db;
+  chain: ChainBackend;
+  secretBox: SecretBox;
+  clock: Clock;
+  logger: Logger;
+  /** Lamports airdropped to a new wallet from the chain's faucet (outside production only); 0 for none. */
+  devAirdropLamports: number;
+  /** The operator's fee per launch (`LAUNCH_FEE_LAMPORTS`), part of every quote. */
+  operatorFeeLamports: number;
+  /** Runs in the transaction that records a withdrawal (the composition root emits `funding.withdrawn`). */
+  onWithdrawn?(trx: DbOrTx, withdrawal: { owner: string; address: string; to: string; lamports: number; signature: string }): Promise<void>;
+}
+
+/** What a create checked before its transaction: the wallet, the quote's total and the balance read. */
+export interface PreparedReservation {
+  wallet: FundingWalletRow;
+  totalLamports: number;
+  balanceLamports: number;
+  /** When the balance was read (spends recorded after it are not subtracted). */
+  readAt: number;
+}
+
+export type Funding = ReturnType<typeof createFunding>;
+
+const DAY_MS = 86_400_000;
+const dayStartOf = (now: number) => Math.floor(now / DAY_MS) * DAY_MS;
+const iso = (ms: number) => new Date(ms).toISOString();
+const amount = (value: number | null) => (value === null ? null : String(value));
+
+export function limitsOf(wallet: FundingWalletRow): FundingLimits {
+  return {
+    maxLamportsPerLaunch: wallet.max_lamports_per_launch === null ? null : Number(wallet.max_lamports_per_launch),
+    maxLamportsPerDay: wallet.max_lamports_per_day === null ? null : Number(wallet.max_lamports_per_day),
+    maxLaunchesPerDay: wallet.max_launches_per_day === null ? null : Number(wallet.max_launches_per_day),
+    lowBalanceLamports: wallet.low_balance_lamports === null ? null : Number(wallet.low_balance_lamports),
+  };
+}
+
+/**
+ * Every owner pays for its own launches (docs/funding.md): the owner's wallet, its quote, the
+ * reservation a launch makes in its own transaction, what each step spends and the release at the
+ * end, and the owner's limits. The chain is the truth of what a wallet holds; the ledger says what
+ * of it is spoken for.
+ */
+export function createFunding(deps: FundingDeps) {
+  const { db, chain, clock } = deps;
+  const log = deps.logger.child({ component: 'funding' });
+
+  /** The owner's wallet, made (and on the development chain funded) on first use. */
+  async function wallet(owner: string): Promise<FundingWalletRow> {
+    const { wallet: row, created } = await ensureWallet(db, deps.secretBox, owner, clock.now());
+    if (created) {
+      log.info({ owner, address: row.address }, 'funding wallet created');
+      if (deps.devAirdropLamports > 0 && chain.requestAirdrop) await devAirdrop(row.address).catch((error: unknown) => log.warn({ err: error, owner, address: row.address }, 'development airdrop failed; fund the wallet by hand'));
+    }
+    return row;
+  }
+
+  /** Funds a new wallet from the development chain's faucet and waits for it to land. */
+  async function devAirdrop(address: string): Promise<void> {
+    const signature = await chain.requestAirdrop!(new PublicKey(address), BigInt(deps.devAirdropLamports));
+    await chain.confirmTransaction(signature, (await chain.getBlockHeight()) + 150, 'confirmed');
+    log.info({ address, lamports: deps.devAirdropLamports, signature }, 'funding wallet airdropped (development chain)');
+  }
+
+  /** Balance, what is held and what is free, read now. */
+  async function position(row: FundingWalletRow): Promise<{ balance: number; reserved: number; available: number; readAt: number }> {
+    const readAt = clock.now();
+    const balance = await chain.getBalance(new PublicKey(row.address));
+    const reserved = (await reservedLamports(db, row.owner, { spendsBefore: readAt - SPEND_SETTLE_MS })) + withdrawing(row, readAt);
+    return { balance, reserved, available: Math.max(0, balance - reserved), readAt };
+  }
+
+  function withdrawing(row: FundingWalletRow, now: number): number {
+    return row.withdrawing_lamports !== null && row.withdrawing_until !== null && Number(row.withdrawing_until) > now ? Number(row.withdrawing_lamports) : 0;
+  }
+
+  return {
+    wallet,
+    position,
+
+    /** `GET /api/funding`: the wallet, its balance on chain, what is reserved and available, limits and today's use. */
+    async account(owner: string) {
+      const row = await wallet(owner);
+      const { balance, reserved, available, readAt } = await position(row);
+      const today = await dayUsage(db, owner, dayStartOf(readAt));
+      const limits = limitsOf(row);
+      return {
+        owner,
+        address: row.address,
+        balanceLamports: String(balance),
+        reservedLamports: String(reserved),
+        availableLamports: String(available),
+        limits: {
+          maxLamportsPerLaunch: amount(limits.maxLamportsPerLaunch),
+          maxLamportsPerDay: amount(limits.maxLamportsPerDay),
+          maxLaunchesPerDay: limits.maxLaunchesPerDay,
+          lowBalanceLamports: amount(limits.lowBalanceLamports),
+        },
+        spentTodayLamports: String(today.lamports),
+        launchesToday: today.launches,
+      };
+    },
+
+    /** `POST /api/launches/quote`: what the plan will take from the owner's wallet, and whether it is there. */
+    async quote(owner: string, plan: LaunchPlan, steps: readonly StepName[]): Promise<LaunchQuote> {
+      const row = await wallet(owner);
+      const costs = await launchCosts(chain, plan, steps, new PublicKey(row.address));
+      const { available } = await position(row);
+      return presentQuote(costs, deps.operatorFeeLamports, available);
+    },
+
+    /** Before a create's transaction: the quote's total and the balance it is checked against. */
+    async prepare(owner: string, plan: LaunchPlan, steps: readonly StepName[]): Promise<PreparedReservation> {
+      const row = await wallet(owner);
+      const costs = await launchCosts(chain, plan, steps, new PublicKey(row.address));
+      const readAt = clock.now();
+      const balanceLamports = await chain.getBalance(new PublicKey(row.address));
+      return { wallet: row, totalLamports: quoteTotal(costs, deps.operatorFeeLamports), balanceLamports, readAt };
+    },
+
+    /**
+     * Inside the launch's own transaction: checks the owner's limits and funds and writes the
+     * `reserve` entry. The owner's wallet row is locked first (PostgreSQL: `FOR UPDATE`; SQLite runs
+     * one write transaction at a time), so parallel creates on any instance reserve one after another
+     * and never more than is available. Throws with nothing written.
+     */
+    async reserve(trx: DbOrTx, prepared: PreparedReservation, launchId: string): Promise<void> {
+      const owner = prepared.wallet.owner;
+      const now = clock.now();
+      const row = await lockWallet(trx, owner);
+      const limits = limitsOf(row);
+      const total = prepared.totalLamports;
+      const resetsAt = iso(dayStartOf(now) + DAY_MS);
+      if (limits.maxLamportsPerLaunch !== null && total > limits.maxLamportsPerLaunch) {
+        throw new LimitExceededError(`This launch needs ${total} lamports; the limit per launch is ${limits.maxLamportsPerLaunch}`, {
+          limit: 'maxLamportsPerLaunch',
+          max: String(limits.maxLamportsPerLaunch),
+          resetsAt: iso(now),
+        });
+      }
+      if (limits.maxLamportsPerDay !== null || limits.maxLaunchesPerDay !== null) {
+        const today = await dayUsage(trx, owner, dayStartOf(now));
+        if (limits.maxLaunchesPerDay !== null && today.launches + 1 > limits.maxLaunchesPerDay) {
+          throw new LimitExceededError(`${today.launches} launches today; the limit is ${limits.maxLaunchesPerDay} a day`, {
+            limit: 'maxLaunchesPerDay',
+            max: String(limits.maxLaunchesPerDay),
+            resetsAt,
+          });
+        }
+        if (limits.maxLamportsPerDay !== null && today.lamports + total > limits.maxLamportsPerDay) {
+          throw new LimitExceededError(`Today's launches hold or spent ${today.lamports} lamports; this one needs ${total} more, over the daily limit of ${limits.maxLamportsPerDay}`, {
+            limit: 'maxLamportsPerDay',
+            max: String(limits.maxLamportsPerDay),
+            resetsAt,
+          });
+        }
+      }
+      const held = (await reservedLamports(trx, owner, { spendsBefore: prepared.readAt - SPEND_SETTLE_MS })) + withdrawing(row, now);
+      const available = Math.max(0, prepared.balanceLamports - held);
+      if (total > available) {
+        throw new InsufficientFundsError(`The funding wallet ${row.address} has ${available} lamports available; this launch needs ${total}. Deposit to it and try again.`, {
+          requiredLamports: String(total),
+          availableLamports: String(available),
+          address: row.address,
+        });
+      }
+      await insertEntry(trx, { owner, launchId, kind: 'reserve', lamports: total, now });
+    },
+
+    /** What the runner hands the step runner for an owner-funded launch: the payer's seed and what is left of the reservation. */
+    async payerFor(launch: { id: string; owner: string; payer: string | null }): Promise<{ payerSeed: Uint8Array; budgetLamports: number | undefined } | undefined> {
+      if (launch.payer === null) return undefined;
+      const row = await findWallet(db, launch.owner);
+      if (!row || row.address !== launch.payer) throw new Error(`launch ${launch.id}: its payer ${launch.payer} is not ${launch.owner}'s funding wallet`);
+      const reservation = await launchReservation(db, launch.id);
+      const budgetLamports = reservation?.open ? Math.max(0, reservation.reserved - reservation.spent) : undefined;
+      return { payerSeed: walletSeed(deps.secretBox, row), budgetLamports };
+    },
+
+    /** In a step's completion transaction: a `spend` entry for each transaction not recorded yet. */
+    async recordSpends(trx: DbOrTx, launch: { id: string; owner: string; payer: string | null }, spent: ReadonlyArray<{ signature: string; lamports: number }>): Promise<void> {
+      if (launch.payer === null || spent.length === 0) return;
+      const known = await recordedSpends(trx, launch.id);
+      const now = clock.now();
+      for (const s of spent) if (!known.has(s.signature)) await insertEntry(trx, { owner: launch.owner, launchId: launch.id, kind: 'spend', lamports: s.lamports, signature: s.signature, now });
+    },
+
+    /** In the transaction that completes or fails a launch: the one `release` entry of its reservation. */
+    release: (trx: DbOrTx, launchId: string) => closeReservation(trx, { launchId, now: clock.now() }),
+
+    /** `PUT /api/funding/{owner}/limits`: sets the given limits (null clears one); the others stay. */
+    async setLimits(owner: string, limits: Partial<FundingLimits>): Promise<FundingLimits> {
+      await wallet(owner);
+      const set: Record<string, number | null> = {};
+      if (limits.maxLamportsPerLaunch !== undefined) set.max_lamports_per_launch = limits.maxLamportsPerLaunch;
+      if (limits.maxLamportsPerDay !== undefined) set.max_lamports_per_day = limits.maxLamportsPerDay;
+      if (limits.maxLaunchesPerDay !== undefined) set.max_launches_per_day = limits.maxLaunchesPerDay;
+      if (limits.lowBalanceLamports !== undefined) set.low_balance_lamports = limits.lowBalanceLamports;
+      await db.updateTable('funding_wallets').set({ ...set, updated_at: clock.now() }).where('owner', '=', owner).execute();
+      return limitsOf((await findWallet(db, owner))!);
+    },
+
+    /**
+     * `POST /api/funding/withdraw`: moves `lamports` from the owner's wallet to `to`, never below
+     * what its reservations hold. One withdrawal at a time per owner: its lamports are held on the
+     * wallet row (every instance sees them) from before the send until its ledger entry is written.
+     * The same Idempotency-Key answers the recorded withdrawal instead of sending again.
+     */
+    async withdraw(owner: string, args: { to: PublicKey; lamports: number; idempotencyKey?: string | undefined; requestHash?: string | undefined }): Promise<Withdrawal> {
+      if (args.idempotencyKey !== undefined) {
+        const done = await withdrawalByKey(db, owner, args.idempotencyKey);
+        if (done) return replayWithdrawal(done, args.requestHash);
+      }
+      const row = await wallet(owner);
+      const from = new PublicKey(row.address);
+      if (from.equals(args.to)) throw new InvalidInputError('`to` is the funding wallet itself', { fields: [{ field: 'to', message: 'must be another address' }] });
+      const readAt = clock.now();
+      const balance = await chain.getBalance(from);
+      const rentFloor = await chain.getMinimumBalanceForRentExemption(0);
+      const fee = LAMPORTS_PER_SIGNATURE;
+      const needed = args.lamports + fee;
+      await db.transaction().execute(async (trx) => {
+        const locked = await lockWallet(trx, owner);
+        const now = clock.now();
+        if (withdrawing(locked, now) > 0) throw new ConflictError('Another withdrawal from this wallet is being sent; retry in a moment', undefined, 'withdrawal_in_progress');
+        const held = await reservedLamports(trx, owner, { spendsBefore: readAt - SPEND_SETTLE_MS });
+        if (needed > balance) {
+          throw new InsufficientFundsError(`The funding wallet ${row.address} holds ${balance} lamports; this withdrawal needs ${needed} with its fee`, {
+            requiredLamports: String(needed),
+            availableLamports: String(Math.max(0, balance - held)),
+            address: row.address,
+          });
+        }
+        if (needed > balance - held) {
+          throw new ConflictError(`${held} lamports of the wallet are reserved for launches in flight; at most ${Math.max(0, balance - held - fee)} can be withdrawn now`, { reservedLamports: String(held), availableLamports: String(Math.max(0, balance - held)) }, 'funds_reserved');
+        }
+        const left = balance - needed;
+        if (left > 0 && left < rentFloor) {
+          throw new InvalidInputError(`This would leave ${left} lamports, below the rent-exempt minimum of ${rentFloor}; withdraw ${balance - fee} (everything) or leave at least ${rentFloor}`, { fields: [{ field: 'lamports', message: 'leaves a balance below the rent-exempt minimum' }] });
+        }
+        await trx.updateTable('funding_wallets').set({ withdrawing_lamports: needed, withdrawing_until: now + WITHDRAW_HOLD_MS }).where('owner', '=', owner).execute();
+      });
+      const release = () => db.updateTable('funding_wallets').set({ withdrawing_lamports: null, withdrawing_until: null }).where('owner', '=', owner).execute();
+      let signature: string;
+      try {
+        const signer = walletSigner(deps.secretBox, row);
+        const blockhash = await chain.getLatestBlockhash();
+        const tx = buildSignedTransaction(chain, signer, [SystemProgram.transfer({ fromPubkey: from, toPubkey: args.to, lamports: args.lamports })], [], blockhash);
+        signature = bs58.encode(tx.signature!);
+        await chain.sendRawTransaction(serializeSigned(tx));
+        await chain.confirmTransaction(signature, blockhash.lastValidBlockHeight, 'confirmed');
+      } catch (error) {
+        await release();
+        log.warn({ err: error, owner }, 'withdrawal failed');
+        throw new UnavailableError(`The withdrawal could not be sent: ${(error as Error).message}`, 5);
+      }
+      const now = clock.now();
+      await db.transaction().execute(async (trx) => {
+        await insertEntry(trx, { owner, kind: 'withdraw', lamports: args.lamports, signature, idempotencyKey: args.idempotencyKey ?? null, requestHash: args.requestHash ?? null, details: { to: args.to.toBase58() }, now });
+        await trx.updateTable('funding_wallets').set({ withdrawing_lamports: null, withdrawing_until: null }).where('owner', '=', owner).execute();
+        await deps.onWithdrawn?.(trx, { owner, address: row.address, to: args.to.toBase58(), lamports: args.lamports, signature });
+      });
+      log.info({ owner, lamports: args.lamports, to: args.to.toBase58(), signature }, 'withdrawal sent');
+      return { signature, lamports: String(args.lamports), to: args.to.toBase58() };
+    },
+  };
+}
+
+/** What `POST /api/funding/withdraw` answers. */
+export interface Withdrawal {
+  signature: string;
+  lamports: string;
+  to: string;
+}
+
+/** How long a withdrawal's lamports stay held if its process dies before recording it (the blockhash is long expired by then). */
+const WITHDRAW_HOLD_MS = 180_000;
+
+function replayWithdrawal(entry: FundingEntryRow, requestHash: string | undefined): Withdrawal {
+  if (requestHash !== undefined && entry.request_hash !== null && entry.request_hash !== requestHash) {
+    throw new UnprocessableError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body');
+  }
+  const details = entry.details === null ? {} : (JSON.parse(entry.details) as { to?: string });
+  return { signature: entry.signature ?? '', lamports: String(entry.lamports), to: details.to ?? '' };
+}
+
+/** The owner's wallet row, locked for the rest of the transaction on PostgreSQL. */
+export async function lockWallet(trx: DbOrTx, owner: string): Promise<FundingWalletRow> {
+  let query = trx.selectFrom('funding_wallets').selectAll().where('owner', '=', owner);
+  if (isPostgres(trx)) query = query.forUpdate();
+  return query.executeTakeFirstOrThrow();
+}

@@ -1,0 +1,130 @@
+import { sql } from 'kysely';
+import type { DbOrTx } from '../db/database.js';
+import type { FundingEntryKind, FundingEntryRow } from '../db/schema.js';
+import { newSortableId } from '../lib/ids.js';
+
+/** One new ledger entry; entries are never changed or deleted. */
+export interface NewEntry {
+  owner: string;
+  launchId?: string | null;
+  kind: FundingEntryKind;
+  lamports: number;
+  signature?: string | null;
+  idempotencyKey?: string | null;
+  requestHash?: string | null;
+  details?: unknown;
+  now: number;
+}
+
+export async function insertEntry(db: DbOrTx, entry: NewEntry): Promise<string> {
+  const id = newSortableId('fle', entry.now);
+  await db
+    .insertInto('funding_ledger')
+    .values({
+      id,
+      owner: entry.owner,
+      launch_id: entry.launchId ?? null,
+      kind: entry.kind,
+      lamports: entry.lamports,
+      signature: entry.signature ?? null,
+      idempotency_key: entry.idempotencyKey ?? null,
+      request_hash: entry.requestHash ?? null,
+      details: entry.details === undefined ? null : JSON.stringify(entry.details),
+      created_at: entry.now,
+    })
+    .execute();
+  return id;
+}
+
+const num = (v: unknown): number => Number(v ?? 0);
+
+/**
+ * What the owner's open reservations still hold: for each launch reserved and not yet released,
+ * its reservation less what it has spent (never below zero). Spends recorded at or after
+ * `spendsBefore` are not subtracted: their transactions may have landed after the caller read the
+ * balance it compares this with, so counting them would count the same lamports as gone twice.
+ */
+export async function reservedLamports(db: DbOrTx, owner: string, options: { spendsBefore?: number } = {}): Promise<number> {
+  const before = options.spendsBefore ?? Number.MAX_SAFE_INTEGER;
+  const row = await sql<{ held: unknown }>`
+    select coalesce(sum(case when open_amount > 0 then open_amount else 0 end), 0) as held from (
+      select launch_id, sum(case when kind = 'reserve' then lamports when kind = 'spend' and created_at < ${before} then -lamports else 0 end) as open_amount
+      from funding_ledger
+      where owner = ${owner} and launch_id is not null and kind in ('reserve', 'spend', 'release')
+      group by launch_id
+      having sum(case when kind = 'release' then 1 else 0 end) = 0
+    ) open_reservations`.execute(db);
+  return num(row.rows[0]?.held);
+}
+
+/** One launch's reservation: reserved, spent so far, and whether it is still open. */
+export async function launchReservation(db: DbOrTx, launchId: string): Promise<{ reserved: number; spent: number; open: boolean } | undefined> {
+  const rows = await db
+    .selectFrom('funding_ledger')
+    .select(['kind', (eb) => eb.fn.sum<number>('lamports').as('lamports'), (eb) => eb.fn.countAll<number>().as('n')])
+    .where('launch_id', '=', launchId)
+    .groupBy('kind')
+    .execute();
+  const by = new Map(rows.map((r) => [r.kind, { lamports: num(r.lamports), n: num(r.n) }]));
+  const reserve = by.get('reserve');
+  if (!reserve) return undefined;
+  return { reserved: reserve.lamports, spent: by.get('spend')?.lamports ?? 0, open: !by.has('release') };
+}
+
+/** The signatures whose spend this launch has recorded already. */
+export async function recordedSpends(db: DbOrTx, launchId: string): Promise<Set<string>> {
+  const rows = await db.selectFrom('funding_ledger').select('signature').where('launch_id', '=', launchId).where('kind', '=', 'spend').execute();
+  return new Set(rows.map((r) => r.signature).filter((s): s is string => s !== null));
+}
+
+/**
+ * Closes the launch's reservation, once: a `release` entry with what it did not spend (`"0"` when it
+ * spent it all). Nothing when the launch reserved nothing (created before funding) or is closed.
+ */
+export async function closeReservation(db: DbOrTx, args: { launchId: string; now: number }): Promise<number | undefined> {
+  const reservation = await launchReservation(db, args.launchId);
+  if (!reservation?.open) return undefined;
+  const owner = await db.selectFrom('funding_ledger').select('owner').where('launch_id', '=', args.launchId).where('kind', '=', 'reserve').executeTakeFirstOrThrow();
+  const lamports = Math.max(0, reservation.reserved - reservation.spent);
+  await insertEntry(db, { owner: owner.owner, launchId: args.launchId, kind: 'release', lamports, now: args.now });
+  return lamports;
+}
+
+/** Today's use of the owner's funds: what the launches reserved since `dayStart` hold or spent, and how many there were. */
+export async function dayUsage(db: DbOrTx, owner: string, dayStart: number): Promise<{ lamports: number; launches: number }> {
+  const row = await sql<{ lamports: unknown; launches: unknown }>`
+    select coalesce(sum(case when l.kind = 'reserve' then l.lamports when l.kind = 'release' then -l.lamports else 0 end), 0) as lamports,
+           coalesce(sum(case when l.kind = 'reserve' then 1 else 0 end), 0) as launches
+    from funding_ledger l
+    where l.owner = ${owner} and l.kind in ('reserve', 'release') and l.launch_id in (
+      select r.launch_id from funding_ledger r where r.owner = ${owner} and r.kind = 'reserve' and r.created_at >= ${dayStart}
+    )`.execute(db);
+  return { lamports: num(row.rows[0]?.lamports), launches: num(row.rows[0]?.launches) };
+}
+
+/** A page of the owner's ledger, newest first, with the total. */
+export async function listEntries(db: DbOrTx, owner: string, page: { limit: number; offset: number }): Promise<{ rows: FundingEntryRow[]; total: number }> {
+  const base = db.selectFrom('funding_ledger').where('owner', '=', owner);
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: num(count.n) };
+}
+
+/** An entry as the API shows it (docs/api.md, "Funding"): amounts as decimal strings. */
+export function presentEntry(row: FundingEntryRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    launchId: row.launch_id,
+    kind: row.kind,
+    lamports: String(row.lamports),
+    signature: row.signature,
+    at: new Date(Number(row.created_at)).toISOString(),
+  };
+}
+
+/** The ledger entry a withdrawal with this Idempotency-Key wrote, if any. */
+export async function withdrawalByKey(db: DbOrTx, owner: string, key: string): Promise<FundingEntryRow | undefined> {
+  return db.selectFrom('funding_ledger').selectAll().where('owner', '=', owner).where('idempotency_key', '=', key).executeTakeFirst();
+}

@@ -1,0 +1,51 @@
+import type { PublicKey } from '@solana/web3.js';
+import type { ChainBackend } from '../chain/backend.js';
+import { DEFAULT_PROGRAM_IDS } from '../chain/programs/programIds.js';
+import { planLaunchCosts, type LaunchCosts } from '../chain/steps/launchCosts.js';
+import type { LaunchPlan, StepName } from '../chain/steps/types.js';
+
+/** The quote of a launch (docs/api.md, "Funding"): every lamport it will take from the owner's wallet. */
+export interface LaunchQuote {
+  accounts: Array<{ role: string; address: string | null; bytes: number; rentLamports: string; returned?: true }>;
+  transactions: number;
+  signatures: number;
+  feeLamports: string;
+  priorityFeeLamports: string;
+  poolQuoteLamports: string;
+  operatorFeeLamports: string;
+  totalLamports: string;
+  availableLamports: string;
+  sufficient: boolean;
+  shortfallLamports: string;
+}
+
+/** The costs of a plan on `chain`, paid by `payer`: the same planner the steps budget their sends with. */
+export function launchCosts(chain: ChainBackend, plan: LaunchPlan, steps: readonly StepName[], payer: PublicKey): Promise<LaunchCosts> {
+  return planLaunchCosts(chain, plan, steps, payer, DEFAULT_PROGRAM_IDS);
+}
+
+/** Total a launch reserves: its costs plus the operator's fee. */
+export function quoteTotal(costs: LaunchCosts, operatorFeeLamports: number): number {
+  return costs.totalLamports + operatorFeeLamports;
+}
+
+/** The API's quote from the planned costs and what the owner has available. */
+export function presentQuote(costs: LaunchCosts, operatorFeeLamports: number, availableLamports: number): LaunchQuote {
+  const total = quoteTotal(costs, operatorFeeLamports);
+  const shortfall = Math.max(0, total - availableLamports);
+  return {
+    accounts: costs.steps.flatMap((s) =>
+      s.accounts.map((a) => ({ role: a.role, address: null, bytes: a.bytes, rentLamports: String(a.rentLamports), ...(a.returned ? { returned: true as const } : {}) })),
+    ),
+    transactions: costs.transactions,
+    signatures: costs.signatures,
+    feeLamports: String(costs.feeLamports),
+    priorityFeeLamports: String(costs.priorityFeeLamports),
+    poolQuoteLamports: String(costs.poolQuoteLamports),
+    operatorFeeLamports: String(operatorFeeLamports),
+    totalLamports: String(total),
+    availableLamports: String(Math.max(0, availableLamports)),
+    sufficient: shortfall === 0,
+    shortfallLamports: String(shortfall),
+  };
+}

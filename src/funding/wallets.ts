@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import type { Keypair } from '@solana/web3.js';
+import { keypairFromSeed } from '../chain/ed25519.js';
+import type { SecretBox } from '../crypto/secretBox.js';
+import type { DbOrTx } from '../db/database.js';
+import type { FundingWalletRow } from '../db/schema.js';
+
+/** The owner's funding wallet, or undefined before its first use. */
+export async function findWallet(db: DbOrTx, owner: string): Promise<FundingWalletRow | undefined> {
+  return db.selectFrom('funding_wallets').selectAll().where('owner', '=', owner).executeTakeFirst();
+}
+
+/**
+ * The owner's funding wallet, made on first use: a fresh keypair whose seed is sealed under
+ * SECRET_KEY. Insert-if-absent, so instances racing on an owner's first request all end up with
+ * the one row that won; `created` is true only for the caller whose row it is.
+ */
+export async function ensureWallet(db: DbOrTx, box: SecretBox, owner: string, now: number): Promise<{ wallet: FundingWalletRow; created: boolean }> {
+  const existing = await findWallet(db, owner);
+  if (existing) return { wallet: existing, created: false };
+  const seed = randomBytes(32);
+  const address = keypairFromSeed(seed).publicKey.toBase58();
+  await db
+    .insertInto('funding_wallets')
+    .values({
+      owner,
+      address,
+      seed_enc: box.seal(seed.toString('base64')),
+      max_lamports_per_launch: null,
+      max_lamports_per_day: null,
+      max_launches_per_day: null,
+      low_balance_lamports: null,
+      seen_balance: null,
+      withdrawing_lamports: null,
+      withdrawing_until: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.column('owner').doNothing())
+    .execute();
+  seed.fill(0);
+  const wallet = await findWallet(db, owner);
+  if (!wallet) throw new Error(`funding wallet of ${owner} vanished after insert`);
+  return { wallet, created: wallet.address === address };
+}
+
+/** The wallet's 32-byte seed (what the step runner signs with); never logged or returned. */
+export function walletSeed(box: SecretBox, wallet: Pick<FundingWalletRow, 'seed_enc' | 'address'>): Uint8Array {
+  const seed = Buffer.from(box.open(wallet.seed_enc), 'base64');
+  if (seed.length !== 32) throw new Error(`funding wallet ${wallet.address}: sealed seed is malformed`);
+  return seed;
+}
+
+/** The wallet's keypair. */
+export function walletSigner(box: SecretBox, wallet: Pick<FundingWalletRow, 'seed_enc' | 'address'>): Keypair {
+  const keypair = keypairFromSeed(walletSeed(box, wallet));
+  if (keypair.publicKey.toBase58() !== wallet.address) throw new Error(`funding wallet ${wallet.address}: sealed seed does not match its address`);
+  return keypair;
+}
+
+/**
+ * Re-seals every wallet sealed under `previous` with `current` (a SECRET_KEY rotation): the
+ * keypairs never change, so no deposit is ever stranded. Wallets `current` already opens are left
+ * alone; one neither opens is reported, not touched. Returns how many were re-sealed.
+ */
+export async function resealWallets(db: DbOrTx, current: SecretBox, previous: SecretBox, now: number): Promise<{ resealed: number; unreadable: string[] }> {
+  const rows = await db.selectFrom('funding_wallets').select(['owner', 'address', 'seed_enc']).execute();
+  let resealed = 0;
+  const unreadable: string[] = [];
+  for (const row of rows) {
+    try {
+      current.open(row.seed_enc);
+      continue;
+    } catch {
+      // Not sealed under the current key: try the previous one.
+    }
+    let plain: string;
+    try {
+      plain = previous.open(row.seed_enc);
+    } catch {
+      unreadable.push(row.owner);
+      continue;
+    }
+    await db.updateTable('funding_wallets').set({ seed_enc: current.seal(plain), updated_at: now }).where('owner', '=', row.owner).where('seed_enc', '=', row.seed_enc).execute();
+    resealed += 1;
+  }
+  return { resealed, unreadable };
+}
