@@ -209,6 +209,8 @@ export async function createService(
       breakers: webhooks.breakers,
       signal: webhooks.signal,
       maxRedeliveries: config.ownerLimits.redeliveries,
+      bodyLimitBytes: config.bodyLimitBytes,
+      signInLimiter: createRateLimiter({ db, clock, logger, limit: config.ops.dashboardSignInPerMinute }),
       deadLetters: {
         db,
         clock,

@@ -102,6 +102,8 @@ export interface OpsConfig {
   metricsToken: string | undefined;
   /** How long a dashboard sign-in lasts. */
   dashboardSessionTtlMs: number;
+  /** DASHBOARD_SIGN_IN_PER_MINUTE: sign-in attempts per client address, and per key prefix, per minute. */
+  dashboardSignInPerMinute: number;
   /** `cluster` parameter of explorer links on the dashboard (`mainnet-beta`, `devnet`, `testnet`, `custom`). */
   explorerCluster: string;
 }
@@ -358,6 +360,7 @@ export function loadConfig(env: Env = process.env): Config {
     ops: {
       metricsToken: env.METRICS_TOKEN && env.METRICS_TOKEN !== '' ? env.METRICS_TOKEN : undefined,
       dashboardSessionTtlMs: durationVar(env, 'DASHBOARD_SESSION_TTL', 8 * 3600_000),
+      dashboardSignInPerMinute: intVar(env, 'DASHBOARD_SIGN_IN_PER_MINUTE', 10, 1, 100_000),
       explorerCluster: env.EXPLORER_CLUSTER && env.EXPLORER_CLUSTER !== '' ? env.EXPLORER_CLUSTER : rpcUrl ? 'devnet' : 'custom',
     },
   };

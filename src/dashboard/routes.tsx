@@ -1,3 +1,4 @@
+import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono, type Context } from 'hono';
 import type { Child } from 'hono/jsx';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
@@ -22,6 +23,7 @@ import { Layout } from './layout.js';
 import { LaunchPage, loadLaunch } from './launch.js';
 import { LAUNCH_STATUSES, LaunchesPage, listLaunchesPage } from './launches.js';
 import { OverviewPage, loadOverview } from './overview.js';
+import { formBodyGuard } from './formGuard.js';
 import { canSee } from './scope.js';
 import { createSession, deleteSession, findSession, newToken, sameToken, type DashboardUser } from './session.js';
 import { MessagePage, SignInPage } from './signIn.js';
@@ -39,8 +41,20 @@ export interface DashboardDeps {
   signal: OutboxSignal;
   /** MAX_REDELIVERIES_PER_DELIVERY (default: the service's). */
   maxRedeliveries?: number;
+  /** BODY_LIMIT_BYTES: the largest form body read (default 64 KiB). */
+  bodyLimitBytes?: number;
+  /**
+   * Counts sign-in attempts per client address and per key prefix (the service's rate limiter at
+   * DASHBOARD_SIGN_IN_PER_MINUTE); none: sign-in is not limited.
+   */
+  signInLimiter?: SignInLimiter;
   /** The dead-letter retry's collaborators (the same the API's retry uses). */
   deadLetters: DeadLetterRetryDeps;
+}
+
+/** The part of the API's request limiter sign-in uses. */
+export interface SignInLimiter {
+  take(subject: string, peek?: boolean): { allowed: boolean; resetSeconds: number } | Promise<{ allowed: boolean; resetSeconds: number }>;
 }
 
 type DashEnv = { Variables: { user: DashboardUser | undefined; form: Record<string, string | File | Array<string | File>> } };
@@ -69,8 +83,33 @@ const field = (form: DashEnv['Variables']['form'], name: string) => {
 };
 
 /** The operator's console under /dashboard (README.md, Operations): server-rendered, no script, one CSRF token per session. */
+/** The dashboard shows launches, so a key needs to read them (as the API's `launches:read` routes do). */
+const canRead = (scopes: readonly string[]) => scopes.includes('launches:read') || scopes.includes('admin');
+
+function clientAddress(c: Context): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown'; // app.request() in tests has no socket
+  }
+}
+
 export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
   const app = new Hono<DashEnv>();
+
+  /**
+   * Failed sign-ins are counted per client address and per key prefix; once either is spent, every
+   * sign-in from there (or at that prefix) waits, before any key is looked up. Returns the seconds
+   * to wait, or undefined. `peek` looks without counting.
+   */
+  const signInWait = async (address: string, keyPrefix: string, peek: boolean): Promise<number | undefined> => {
+    const limiter = deps.signInLimiter;
+    if (!limiter) return undefined;
+    const subjects = [`sign-in-ip:${address}`, ...(keyPrefix.length > 3 ? [`sign-in-key:${keyPrefix}`] : [])];
+    const verdicts = await Promise.all(subjects.map((subject) => limiter.take(subject, peek)));
+    const refused = verdicts.filter((v) => !v.allowed);
+    return refused.length === 0 ? undefined : Math.max(...refused.map((v) => v.resetSeconds));
+  };
   const cookieBase = { path: '/dashboard', httpOnly: true, sameSite: 'Strict' as const, secure: deps.production };
 
   app.use('*', async function dashboardHeaders(c, next) {
@@ -82,6 +121,14 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
     c.header('Cache-Control', 'no-store');
   });
 
+  app.use(
+    '*',
+    formBodyGuard({
+      limitBytes: deps.bodyLimitBytes ?? 64 * 1024,
+      refuse: (c, refusal) => c.html(<MessagePage title={refusal.status === 413 ? 'Too large' : 'Refused'} message={refusal.message} />, refusal.status),
+    }),
+  );
+
   app.get('/sign-in', (c) => {
     const csrf = newToken();
     setCookie(c, LOGIN, csrf, { ...cookieBase, maxAge: 3600 });
@@ -91,14 +138,23 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
   app.post('/sign-in', async (c) => {
     const form = await c.req.parseBody();
     const csrf = newToken();
-    const again = (status: 401 | 403, error: string) => {
+    const key = typeof form.key === 'string' ? form.key.trim() : '';
+    const address = clientAddress(c);
+    const again = async (status: 401 | 403 | 429, error: string) => {
+      if (status !== 429) await signInWait(address, key.slice(0, 12), false);
       setCookie(c, LOGIN, csrf, { ...cookieBase, maxAge: 3600 });
       return c.html(<SignInPage csrf={csrf} error={error} />, status);
     };
+    // Per client address and per key prefix, so neither one client nor many guessing at one key get far.
+    const wait = await signInWait(address, key.slice(0, 12), true);
+    if (wait !== undefined) {
+      c.header('Retry-After', String(wait));
+      return again(429, `Too many sign-in attempts; try again in ${wait} s.`);
+    }
     if (!sameToken(typeof form._csrf === 'string' ? form._csrf : undefined, getCookie(c, LOGIN))) return again(403, 'The form expired; please sign in again.');
-    const key = typeof form.key === 'string' ? form.key.trim() : '';
     const row = key.startsWith('sk_') && key.length <= 200 ? await findActiveKey(deps.db, key) : undefined;
     if (!row) return again(401, 'That API key is not valid (or was revoked).');
+    if (!canRead(row.scopes.split(','))) return again(403, 'This key cannot read launches: the dashboard needs a key with the launches:read or admin scope.');
     const token = await createSession(deps.db, { keyId: row.id, now: deps.clock.now(), ttlMs: deps.sessionTtlMs });
     deleteCookie(c, LOGIN, { path: '/dashboard' });
     setCookie(c, SESSION, token, { ...cookieBase, maxAge: Math.floor(deps.sessionTtlMs / 1000) });
@@ -110,7 +166,8 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
   app.use('*', async function requireSession(c, next) {
     const token = getCookie(c, SESSION);
     const user = token ? await findSession(deps.db, token, deps.clock.now()) : undefined;
-    if (!user) {
+    // A key that cannot read launches has no session (sign-in refuses it); this holds for any older one.
+    if (!user || !canRead(user.scopes)) {
       if (token) deleteCookie(c, SESSION, { path: '/dashboard' });
       return c.redirect('/dashboard/sign-in', 303);
     }
