@@ -1,5 +1,11 @@
-/** One Server-Sent Events message, or a comment line (`: heartbeat`). */
-export type SseMessage = { kind: 'event'; id: string | undefined; event: string | undefined; data: string } | { kind: 'comment'; text: string };
+/**
+ * One Server-Sent Events message, a comment line (`: heartbeat`), or a block that only sets the
+ * last event id (`id: …` without data: the stream's starting place).
+ */
+export type SseMessage =
+  | { kind: 'event'; id: string | undefined; event: string | undefined; data: string }
+  | { kind: 'comment'; text: string }
+  | { kind: 'id'; id: string };
 
 /**
  * Parses a Server-Sent Events body (the WHATWG event-stream format: `field: value` lines, a blank
@@ -11,6 +17,7 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
   let data: string[] = [];
   let id: string | undefined;
   let event: string | undefined;
+  let idInBlock = false;
   const reader = body.getReader();
   try {
     for (;;) {
@@ -23,6 +30,8 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
         buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
         if (line === '') {
           if (data.length > 0) yield { kind: 'event', id, event, data: data.join('\n') };
+          else if (idInBlock && id !== undefined) yield { kind: 'id', id };
+          idInBlock = false;
           data = [];
           event = undefined;
           continue;
@@ -35,7 +44,10 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
         const field = colon < 0 ? line : line.slice(0, colon);
         const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
         if (field === 'data') data.push(value);
-        else if (field === 'id') id = value;
+        else if (field === 'id') {
+          id = value;
+          idInBlock = true;
+        }
         else if (field === 'event') event = value;
       }
     }

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { Db } from '../../db/database.js';
 import { filterEntryProblem } from '../../webhooks/endpoints/filters.js';
-import { lastOutboxRowid, ownerEventRowid } from '../../webhooks/sql/streamQueries.js';
+import { lastOutboxRowid, ownerEventRowid, ownerLastEventId } from '../../webhooks/sql/streamQueries.js';
 import type { EventFeed } from '../../webhooks/stream/eventFeed.js';
 import { DEFAULT_STREAM_TIMING, streamEvents, type StreamTiming } from '../../webhooks/stream/streamEvents.js';
 import type { AppEnv } from '../env.js';
@@ -25,12 +25,15 @@ export function createEventStreamRoutes(deps: EventStreamRouteDeps): Hono<AppEnv
     const filter = readFilter(c.req.query('events'));
     const lastEventId = c.req.header('last-event-id')?.trim();
     let after: number;
+    /** Where a new stream starts, told to the client as an `id:` alone, so a reconnect before the first event misses nothing. */
+    let position: string | undefined;
     if (lastEventId) {
       const rowid = await ownerEventRowid(deps.db, auth.owner, lastEventId);
       if (rowid === undefined) throw invalidRequest('Last-Event-ID names none of your events', { fields: [{ field: 'Last-Event-ID', message: 'unknown event id' }] });
       after = rowid;
     } else {
       after = await lastOutboxRowid(deps.db);
+      position = await ownerLastEventId(deps.db, auth.owner, after);
     }
     const logger = c.get('logger');
     c.header('X-Accel-Buffering', 'no');
@@ -38,7 +41,7 @@ export function createEventStreamRoutes(deps: EventStreamRouteDeps): Hono<AppEnv
       const gone = new AbortController();
       stream.onAbort(() => gone.abort());
       try {
-        await stream.write(': stream open\n\n');
+        await stream.write(position === undefined ? ': stream open\n\n' : `: stream open\nid: ${position}\n\n`);
         await streamEvents(
           { db: deps.db, feed: deps.feed, owner: auth.owner, after, filter, signal: gone.signal, timing },
           {

@@ -44,3 +44,11 @@ export async function outboxRowidsAfter(db: Db, after: number, limit: number): P
   const { rows } = await sql<{ rowid: number | string }>`select rowid from outbox_events where rowid > ${after} order by rowid limit ${limit}`.execute(db);
   return rows.map((r) => Number(r.rowid));
 }
+
+/** The id of `owner`'s last event at or below rowid `upTo`, if it has one. */
+export async function ownerLastEventId(db: Db, owner: string, upTo: number): Promise<string | undefined> {
+  const { rows } = await sql<{ id: string }>`
+    select e.id as id from outbox_events e join launches l on l.id = e.launch_id
+    where l.owner = ${owner} and e.rowid <= ${upTo} order by e.rowid desc limit 1`.execute(db);
+  return rows[0]?.id;
+}
