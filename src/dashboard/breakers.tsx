@@ -38,7 +38,7 @@ export const BreakersPage: FC<{ user: DashboardUser; breakers: BreakerView[] }> 
             <th></th>
           </tr>
           {breakers.map((b) => (
-            <tr data-breaker={b.host}>
+            <tr data-breaker={b.host} id={b.endpoint} class={b.state === 'closed' ? '' : 'hot'}>
               <td class="mono">{b.endpoint}</td>
               <td>
                 <Badge value={b.state} />

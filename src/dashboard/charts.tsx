@@ -9,7 +9,7 @@ export interface Series {
 
 const W = 480;
 const H = 170;
-const PAD = { left: 58, right: 8, top: 22, bottom: 22 };
+const PAD = { left: 64, right: 10, top: 24, bottom: 34 };
 
 const nice = (max: number) => {
   if (max <= 0) return 1;
@@ -18,7 +18,7 @@ const nice = (max: number) => {
 };
 
 /** A line chart of per-minute values, computed on the server and drawn as inline SVG. */
-export const LineChart: FC<{ title: string; unit: string; series: Series[]; minutes: number }> = ({ title, unit, series, minutes }) => {
+export const LineChart: FC<{ title: string; yLabel: string; unit: string; series: Series[]; minutes: number }> = ({ title, yLabel, unit, series, minutes }) => {
   const max = nice(Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== null))));
   const plotW = W - PAD.left - PAD.right;
   const plotH = H - PAD.top - PAD.bottom;
@@ -50,9 +50,24 @@ export const LineChart: FC<{ title: string; unit: string; series: Series[]; minu
           </text>
         </g>
       ))}
-      <text x={PAD.left} y={H - 6} font-size="10" fill="#6b7588">{`-${minutes} min`}</text>
-      <text x={W - PAD.right} y={H - 6} font-size="10" fill="#6b7588" text-anchor="end">
-        now
+      <line x1={PAD.left} x2={PAD.left} y1={PAD.top} y2={H - PAD.bottom} stroke="#9aa5b8" />
+      <line x1={PAD.left} x2={W - PAD.right} y1={H - PAD.bottom} y2={H - PAD.bottom} stroke="#9aa5b8" />
+      <text x={12} y={PAD.top + plotH / 2} font-size="10" fill="#6b7588" text-anchor="middle" transform={`rotate(-90 12 ${PAD.top + plotH / 2})`}>
+        {yLabel}
+      </text>
+      {[0, 0.25, 0.5, 0.75, 1].map((f) => {
+        const ago = Math.round(minutes * (1 - f));
+        return (
+          <g>
+            <line x1={x(f * (minutes - 1))} x2={x(f * (minutes - 1))} y1={H - PAD.bottom} y2={H - PAD.bottom + 4} stroke="#9aa5b8" />
+            <text x={x(f * (minutes - 1))} y={H - PAD.bottom + 14} font-size="10" fill="#6b7588" text-anchor={f === 0 ? 'start' : f === 1 ? 'end' : 'middle'}>
+              {ago === 0 ? 'now' : `−${ago}`}
+            </text>
+          </g>
+        );
+      })}
+      <text x={PAD.left + plotW / 2} y={H - 3} font-size="10" fill="#6b7588" text-anchor="middle">
+        minutes ago
       </text>
       {series.map((s, i) => (
         <g>

@@ -5,7 +5,8 @@ import { orderedJoin, withoutIndex } from '../db/dialect.js';
 import { percentile } from '../lib/percentile.js';
 import type { HealthReport } from '../health/healthService.js';
 import { LineChart } from './charts.js';
-import { Badge, duration } from './layout.js';
+import { Badge, duration, inWords } from './layout.js';
+import type { BreakerView } from './breakers.js';
 import type { DashboardUser } from './session.js';
 
 const MINUTES = 60;
@@ -93,39 +94,97 @@ const Counts: FC<{ title: string; counts: Record<string, number>; order: string[
   </>
 );
 
-export const OverviewPage: FC<{ user: DashboardUser; data: OverviewData; health: HealthReport }> = ({ user, data, health }) => {
-  const breakers = Object.entries(health.circuitBreakers);
+/** What the badge says and why: degraded when a check fails or (for an admin) a breaker is open. */
+export function verdict(health: HealthReport, breakers: readonly BreakerView[], isAdmin: boolean): { status: HealthReport['status']; reasons: string[] } {
+  const reasons = Object.entries(health.checks)
+    .filter(([, check]) => check.status !== 'pass')
+    .map(([name, check]) => `the ${name} check fails${check.message ? `: ${check.message}` : ''}`);
+  if (isAdmin) for (const b of breakers.filter((b) => b.state !== 'closed')) reasons.push(`the breaker of ${b.endpoint} is ${b.state}: its deliveries wait`);
+  const status = health.status === 'unhealthy' ? 'unhealthy' : reasons.length > 0 ? 'degraded' : 'healthy';
+  return { status, reasons };
+}
+
+/** A check's message for an operator: the cache's "age 6224 ms" as "refreshed 6 s ago". */
+const checkMessage = (name: string, message: string | undefined) => {
+  const age = name === 'cache' ? /^age (\d+) ms$/.exec(message ?? '') : null;
+  return age ? `refreshed ${inWords(Number(age[1]))} ago` : (message ?? '');
+};
+
+export const OverviewPage: FC<{ user: DashboardUser; data: OverviewData; health: HealthReport; breakers: BreakerView[] }> = ({ user, data, health, breakers }) => {
+  const { status, reasons } = verdict(health, breakers, user.isAdmin);
+  const notClosed = breakers.filter((b) => b.state !== 'closed');
   return (
     <>
       <h1>
-        Overview <Badge value={health.status} />
+        Overview <Badge value={status} />
       </h1>
+      {reasons.length > 0 && (
+        <div class={status === 'unhealthy' ? 'flash error' : 'warn'} id="reasons">
+          <strong>{status === 'unhealthy' ? 'Unhealthy' : 'Degraded'}</strong>
+          <ul>
+            {reasons.map((r) => (
+              <li>{r}</li>
+            ))}
+          </ul>
+        </div>
+      )}
       <h2>Health</h2>
       <div class="scroll">
-        <table>
+        <table id="checks">
           <tr>
             <th>Check</th>
             <th>Status</th>
             <th>Latency</th>
-            <th>Message</th>
+            <th>Detail</th>
           </tr>
           {Object.entries(health.checks).map(([name, check]) => (
-            <tr>
+            <tr data-check={name} class={check.status === 'pass' ? '' : 'hot'}>
               <td>{name}</td>
               <td>
                 <Badge value={check.status} />
               </td>
               <td>{duration(check.latencyMs)}</td>
-              <td class="mono">{check.message ?? ''}</td>
+              <td>{checkMessage(name, check.message)}</td>
             </tr>
           ))}
         </table>
       </div>
       {user.isAdmin && (
-        <p>
-          Circuit breakers: {breakers.filter(([, b]) => b.state !== 'closed').length} not closed of {breakers.length} known ·{' '}
-          <a href="/dashboard/breakers">breakers</a> · open dead letters: <a href="/dashboard/dead-letters?status=open">{data.openDeadLetters}</a>
-        </p>
+        <>
+          <h2>Circuit breakers</h2>
+          {notClosed.length === 0 ? (
+            <p id="breakers-summary">
+              {breakers.length === 0 ? 'No endpoint has failed.' : `All ${breakers.length} known breakers are closed.`} <a href="/dashboard/breakers">Breakers</a>
+            </p>
+          ) : (
+            <div class="scroll">
+              <table id="open-breakers">
+                <tr>
+                  <th>Endpoint</th>
+                  <th>State</th>
+                  <th>Failures</th>
+                  <th>Open since</th>
+                </tr>
+                {notClosed.map((b) => (
+                  <tr class="hot" data-breaker={b.host}>
+                    <td class="mono">
+                      <a href={`/dashboard/breakers#${encodeURIComponent(b.endpoint)}`}>{b.endpoint}</a>
+                    </td>
+                    <td>
+                      <Badge value={b.state} />
+                    </td>
+                    <td>{b.failures}</td>
+                    <td>{b.openedAt === null ? '—' : `${inWords(Date.parse(health.timestamp) - b.openedAt)} ago`}</td>
+                  </tr>
+                ))}
+              </table>
+            </div>
+          )}
+          <p>
+            Open dead letters: <a href="/dashboard/dead-letters?status=open">{data.openDeadLetters}</a> · waiting deliveries:{' '}
+            <a href="/dashboard/deliveries?status=waiting">behind an open breaker</a>
+          </p>
+        </>
       )}
       <Counts title="Launches" counts={data.launches} order={LAUNCH_STATUSES} />
       <Counts title="Deliveries" counts={data.deliveries} order={DELIVERY_STATUSES} />
@@ -133,6 +192,7 @@ export const OverviewPage: FC<{ user: DashboardUser; data: OverviewData; health:
       <div class="charts">
         <LineChart
           title="Delivery attempts per minute"
+          yLabel="attempts / min"
           unit=""
           minutes={MINUTES}
           series={[
@@ -141,7 +201,8 @@ export const OverviewPage: FC<{ user: DashboardUser; data: OverviewData; health:
           ]}
         />
         <LineChart
-          title="Delivery latency (attempt duration)"
+          title="Attempt duration per minute"
+          yLabel="ms"
           unit=" ms"
           minutes={MINUTES}
           series={[
@@ -149,7 +210,7 @@ export const OverviewPage: FC<{ user: DashboardUser; data: OverviewData; health:
             { name: 'p99', color: '#b26a00', values: data.perMinute.p99 },
           ]}
         />
-        <LineChart title="Launches per minute" unit="" minutes={MINUTES} series={[{ name: 'created', color: '#5b3fbf', values: data.perMinute.launches }]} />
+        <LineChart title="Launches created per minute" yLabel="launches / min" unit="" minutes={MINUTES} series={[{ name: 'created', color: '#5b3fbf', values: data.perMinute.launches }]} />
       </div>
     </>
   );

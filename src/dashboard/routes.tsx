@@ -5,7 +5,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Logger } from 'pino';
 import { findActiveKey } from '../auth/apiKeys.js';
 import type { Db } from '../db/database.js';
-import type { DeliveryStatus, LaunchStatus } from '../db/schema.js';
+import type { LaunchStatus } from '../db/schema.js';
 import type { HealthReport } from '../health/healthService.js';
 import type { Clock } from '../lib/clock.js';
 import { ConflictError, DomainError, NotFoundError } from '../lib/errors.js';
@@ -17,8 +17,8 @@ import { getDeadLetter } from '../deadLetters/store.js';
 import { getDelivery } from '../webhooks/sql/deliveryQueries.js';
 import { BreakersPage, listBreakers } from './breakers.js';
 import { DEAD_LETTER_KINDS, DEAD_LETTER_STATUSES, DeadLettersPage, listDeadLettersPage } from './deadLetters.js';
-import { DELIVERY_STATUSES, DeliveriesPage, listDeliveriesPage } from './deliveries.js';
-import { attemptsByDelivery } from './deliveryTable.js';
+import { DELIVERY_FILTERS, DeliveriesPage, listDeliveriesPage, type DeliveryFilterStatus } from './deliveries.js';
+import { attemptsByDelivery, openBreakerEndpoints } from './deliveryTable.js';
 import { Layout } from './layout.js';
 import { LaunchPage, loadLaunch } from './launch.js';
 import { LAUNCH_STATUSES, LaunchesPage, listLaunchesPage } from './launches.js';
@@ -207,7 +207,8 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
 
   app.get('/', async (c) => {
     const [data, health] = await Promise.all([loadOverview(deps.db, user(c), deps.clock.now()), deps.health()]);
-    return page(c, 'Overview', '/dashboard', <OverviewPage user={user(c)} data={data} health={health} />);
+    const breakers = user(c).isAdmin ? listBreakers(deps.breakers.list()) : [];
+    return page(c, 'Overview', '/dashboard', <OverviewPage user={user(c)} data={data} health={health} breakers={breakers} />);
   });
 
   app.get('/launches', async (c) => {
@@ -220,14 +221,15 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
     const detail = await loadLaunch(deps.db, c.req.param('id'));
     // Another owner's launch is "not found", as in the API.
     if (!detail || !canSee(user(c), detail.launch.owner)) throw new NotFoundError(`Launch ${c.req.param('id').slice(0, 80)} not found`);
-    return page(c, detail.launch.id, '/dashboard/launches', <LaunchPage user={user(c)} detail={detail} cluster={deps.explorerCluster} />);
+    return page(c, detail.launch.id, '/dashboard/launches', <LaunchPage user={user(c)} detail={detail} cluster={deps.explorerCluster} openEndpoints={openBreakerEndpoints(deps.breakers.list())} now={deps.clock.now()} />);
   });
 
   app.get('/deliveries', async (c) => {
-    const filter = { status: pick(c.req.query('status'), DELIVERY_STATUSES) as DeliveryStatus | undefined, offset: offsetOf(c.req.query('offset')) };
-    const rows = await listDeliveriesPage(deps.db, user(c), filter);
+    const filter = { status: pick(c.req.query('status'), DELIVERY_FILTERS) as DeliveryFilterStatus | undefined, offset: offsetOf(c.req.query('offset')) };
+    const openEndpoints = openBreakerEndpoints(deps.breakers.list());
+    const rows = await listDeliveriesPage(deps.db, user(c), filter, openEndpoints);
     const attempts = await attemptsByDelivery(deps.db, rows.map((r) => r.id));
-    return page(c, 'Deliveries', '/dashboard/deliveries', <DeliveriesPage user={user(c)} rows={rows} attempts={attempts} filter={filter} />);
+    return page(c, 'Deliveries', '/dashboard/deliveries', <DeliveriesPage user={user(c)} rows={rows} attempts={attempts} filter={filter} openEndpoints={openEndpoints} />);
   });
 
   app.post('/deliveries/:id/redeliver', async (c) => {
