@@ -37,6 +37,7 @@ import { apiRoutes } from './routes.js';
 import { createChainBackend, checkCapabilities, startChainThread, stepExecutorsFor } from './serviceChain.js';
 import { ChainWatcher } from '../watcher/watcher.js';
 import { createFunding } from '../funding/funding.js';
+import { resealUnderCurrentKey } from './rotateSecretKey.js';
 import { WATCH_HANDLERS, watchesForLaunch } from '../watcher/handlers.js';
 import { insertWatches } from '../watcher/store.js';
 import { createRetention, type Retention } from '../retention/retention.js';
@@ -111,6 +112,8 @@ export async function createService(
     const hashKey = requestHashKey(config.secretKey);
     await upgradeLegacyRequestHashes(db, hashKey);
     const secretBox = createSecretBox(config.secretKey);
+    // A rotated SECRET_KEY: what the previous key sealed is sealed again under the new one.
+    if (config.previousSecretKey) await resealUnderCurrentKey(db, secretBox, createSecretBox(config.previousSecretKey), clock.now(), logger);
     let chainDb = db;
     if (config.postgres && config.chain.mode === 'embedded' && deps.embeddedChainFile !== undefined) {
       const chainStore = openDatabase(deps.embeddedChainFile, { logger });

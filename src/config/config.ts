@@ -19,6 +19,8 @@ export interface Config {
   /** DATABASE_URL=postgres://…: the PostgreSQL server the service runs on instead of SQLite (docs/architecture.md, SQLite and PostgreSQL). */
   postgres: { url: string; poolSize: number; idleTransactionTimeoutMs: number } | undefined;
   secretKey: Buffer;
+  /** SECRET_KEY_PREVIOUS: the key SECRET_KEY replaced; funding wallets sealed under it are re-sealed at start. */
+  previousSecretKey: Buffer | undefined;
   chain: {
     mode: ChainMode;
     rpcUrl: string | undefined;
@@ -186,6 +188,17 @@ function readPackageVersion(): string {
   }
 }
 
+/** Decodes an optional 32-byte base64 key variable. */
+function optionalKeyVar(env: Env, name: string): Buffer | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const key = Buffer.from(raw, 'base64');
+  if (key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== raw.trim().replace(/=+$/, '')) {
+    throw new ConfigError(name, 'must be 32 bytes encoded as base64 (openssl rand -base64 32)');
+  }
+  return key;
+}
+
 /** Decodes SECRET_KEY, or outside production creates one under DATA_DIR on first start. */
 function loadSecretKey(env: Env, dataDir: string, production: boolean): Buffer {
   const raw = env.SECRET_KEY;
@@ -301,6 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePath,
     postgres,
     secretKey,
+    previousSecretKey: optionalKeyVar(env, 'SECRET_KEY_PREVIOUS'),
     chain: {
       mode: rpcUrl ? 'rpc' : 'embedded',
       rpcUrl,

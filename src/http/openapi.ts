@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { launchRequestSchema } from '../launches/request.js';
 import { envelopeSchema, EVENT_DATA_SCHEMAS, type DocumentedEventKind } from '../webhooks/eventSchemas.js';
+import { fundingPaths } from './openapiFunding.js';
 import { patchLaunchOperation, webhookEndpointPaths, webhookEventDocs } from './openapiEndpoints.js';
 
 type Json = Record<string, unknown>;
@@ -13,7 +14,7 @@ const errors = (...statuses: number[]) =>
 const ERROR_TEXT: Record<number, string> = {
   400: 'invalid_request: details.fields names each bad field',
   401: 'unauthorized (WWW-Authenticate: Bearer)',
-  403: 'forbidden: details.required_scope',
+  403: 'forbidden: details.required_scope / funding_limit_exceeded: details.limit, max, resetsAt',
   404: 'not_found (with docs_url)',
   409: 'conflict / idempotency_in_progress',
   413: 'payload_too_large',
@@ -84,7 +85,11 @@ export function buildOpenApi(version: string): Json {
           security: bearer,
           parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 255 } }],
           requestBody: { required: true, content: { 'application/json': { schema: ref('LaunchRequest') } } },
-          responses: { 202: json({ type: 'object', properties: { launch: ref('Launch') } }, 'Accepted; Location header; Idempotent-Replayed: true on replay'), ...errors(400, 401, 403, 409, 413, 415, 422, 429) },
+          responses: {
+            202: json({ type: 'object', properties: { launch: ref('Launch') } }, 'Accepted; Location header; Idempotent-Replayed: true on replay'),
+            402: json(ref('Error'), 'insufficient_funds: the owner’s funding wallet cannot cover the quote; nothing queued'),
+            ...errors(400, 401, 403, 409, 413, 415, 422, 429),
+          },
         },
         get: {
           summary: "List the caller's launches, newest first",
@@ -125,6 +130,7 @@ export function buildOpenApi(version: string): Json {
       '/api/breakers/{key}/reset': { post: { summary: 'Close a breaker (admin); its paused deliveries go out. key: a breaker id (brk_…), a URL-encoded endpoint, or a host name (all its endpoints)', security: bearer, parameters: [idParam('key')], responses: { 200: { description: '{breakers}: the breakers reset' }, ...errors(401, 403, 404) } } },
       '/dashboard': { get: { summary: 'Operator dashboard (HTML, sign in with an API key; pages below /dashboard, forms with a CSRF token)', responses: { 200: { description: 'text/html' }, 303: { description: 'to /dashboard/sign-in without a session' } } } },
       ...webhookEndpointPaths,
+      ...fundingPaths,
       '/metrics': { get: { summary: 'Prometheus metrics (text format); needs Bearer METRICS_TOKEN when that is set', responses: { 200: { description: 'text/plain; version=0.0.4' }, 401: { description: 'METRICS_TOKEN set and not presented' } } } },
     },
   };

@@ -1,9 +1,14 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Keypair, PublicKey, SystemProgram } from '@solana/web3.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serializeSigned } from '../../src/chain/ed25519.js';
 import { buildSignedTransaction } from '../../src/chain/transaction.js';
 import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { findWallet, walletSigner } from '../../src/funding/wallets.js';
+import { onPostgres } from '../support/database.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -239,5 +244,42 @@ describe('withdrawals', () => {
     expect((await t.request('/api/funding/a/limits', { method: 'PUT', key: b, json: { maxLaunchesPerDay: 0 } })).status).toBe(403);
     // The launch of A is invisible to B, and so is its reservation.
     expect((await funding(b)).reservedLamports).toBe('0');
+  });
+});
+
+describe('SECRET_KEY rotation', () => {
+  // SQLite only: the embedded chain's state must survive the restart, and on PostgreSQL each test
+  // service keeps its chain in a file of its own. The re-seal itself is the same SQL on both.
+  it.skipIf(onPostgres)('re-seals every wallet under the new key and keeps its keypair, so the wallet still pays', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'launch-rotate-'));
+    const oldKey = randomBytes(32).toString('base64');
+    const newKey = randomBytes(32).toString('base64');
+    try {
+      t = await startTestService({ env: { DATA_DIR: dataDir, SECRET_KEY: oldKey } });
+      const before = await funding(await t.key('acme', [...WRITE]));
+      const sealed = (await findWallet(t.service.db, 'acme'))!.seed_enc;
+      const first = t;
+      t = undefined;
+      await first.close();
+
+      t = await startTestService({ env: { DATA_DIR: dataDir, SECRET_KEY: newKey, SECRET_KEY_PREVIOUS: oldKey } });
+      const row = (await findWallet(t.service.db, 'acme'))!;
+      expect(row.seed_enc).not.toBe(sealed);
+      expect(() => createSecretBox(Buffer.from(oldKey, 'base64')).open(row.seed_enc)).toThrow();
+      const key = await t.key('acme', [...WRITE]);
+      const after = await funding(key);
+      expect(after.address).toBe(before.address);
+      expect(after.balanceLamports).toBe(before.balanceLamports);
+      const id = await t.createLaunch(key);
+      await t.service.runner.drain();
+      const launch = (await (await t.request(`/api/launches/${id}`, { key })).json()) as { launch: { status: string } };
+      expect(launch.launch.status).toBe('complete');
+      expect(Number((await funding(key)).balanceLamports)).toBeLessThan(Number(before.balanceLamports));
+    } finally {
+      const last = t;
+      t = undefined;
+      await last?.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

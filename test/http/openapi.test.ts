@@ -30,6 +30,11 @@ describe('GET /api/openapi', () => {
       'POST /api/webhook-endpoints/{id}/rotate-secret',
       'POST /api/webhook-endpoints/{id}/recover',
       'GET /api/webhook-endpoints/{id}/stats',
+      'POST /api/launches/quote',
+      'GET /api/funding',
+      'GET /api/funding/ledger',
+      'PUT /api/funding/{owner}/limits',
+      'POST /api/funding/withdraw',
     ]) {
       expect(routes).toContain(route);
     }
