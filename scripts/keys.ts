@@ -1,19 +1,44 @@
 /**
  * API key administration: `npm run keys -- create --owner acme --scopes launches:write,launches:read [--name ci]`,
  * `npm run keys -- list`, `npm run keys -- revoke <id>`. The key is printed once, on a line of its own.
+ * `npm run keys -- limits --owner acme [--max-sol-per-launch 2.5] [--max-sol-per-day none] …` sets an
+ * owner's funding limits (docs/funding.md) and prints them all.
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config/config.js';
 import { openConfiguredDatabase, migrateToLatest } from '../src/db/database.js';
 import { createApiKey, listApiKeys, revokeApiKey, unknownScopes } from '../src/auth/apiKeys.js';
 import type { Scope } from '../src/auth/scopes.js';
+import { createSecretBox } from '../src/crypto/secretBox.js';
+import { limitsOf, writeLimits, type FundingLimits } from '../src/funding/limits.js';
+import { formatSol, parseSol } from '../src/funding/sol.js';
+import { ensureWallet, findWallet } from '../src/funding/wallets.js';
 
-const USAGE = 'usage: npm run keys -- create --owner <name> --scopes <a,b> [--name <label>] | list | revoke <id>';
+const USAGE =
+  'usage: npm run keys -- create --owner <name> --scopes <a,b> [--name <label>] | list | revoke <id>\n' +
+  '       | limits --owner <name> [--max-sol-per-launch <SOL|none>] [--max-sol-per-day <SOL|none>] [--max-launches-per-day <n|none>] [--low-balance-sol <SOL|none>]';
+
+/** The limit options of `limits`: the SOL ones in SOL (stored as lamports), launches as a count. */
+const LIMIT_OPTIONS = {
+  'max-sol-per-launch': { field: 'maxLamportsPerLaunch', sol: true },
+  'max-sol-per-day': { field: 'maxLamportsPerDay', sol: true },
+  'max-launches-per-day': { field: 'maxLaunchesPerDay', sol: false },
+  'low-balance-sol': { field: 'lowBalanceLamports', sol: true },
+} as const satisfies Record<string, { field: keyof FundingLimits; sol: boolean }>;
+const FUNDING_OWNER = /^[A-Za-z0-9._:@-]{1,100}$/;
 
 async function main(): Promise<number> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { owner: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' } },
+    options: {
+      owner: { type: 'string' },
+      scopes: { type: 'string' },
+      name: { type: 'string' },
+      'max-sol-per-launch': { type: 'string' },
+      'max-sol-per-day': { type: 'string' },
+      'max-launches-per-day': { type: 'string' },
+      'low-balance-sol': { type: 'string' },
+    },
   });
   const [command, arg] = positionals;
   const config = loadConfig();
@@ -43,6 +68,48 @@ async function main(): Promise<number> {
       if (!arg) return fail('revoke needs a key id (see: npm run keys -- list)');
       if (!(await revokeApiKey(db, arg, Date.now()))) return fail(`no active key with id ${arg}`);
       process.stdout.write(`revoked ${arg}\n`);
+      return 0;
+    }
+    if (command === 'limits') {
+      const owner = values.owner?.trim();
+      if (!owner || !FUNDING_OWNER.test(owner)) return fail('--owner is required: 1 to 100 letters, digits or . _ : @ -');
+      const limits: Partial<FundingLimits> = {};
+      for (const [option, { field, sol }] of Object.entries(LIMIT_OPTIONS)) {
+        const raw = values[option as keyof typeof LIMIT_OPTIONS]?.trim();
+        if (raw === undefined) continue;
+        if (raw === 'none') limits[field] = null;
+        else if (sol) {
+          const lamports = parseSol(raw);
+          if (lamports === undefined) return fail(`--${option} must be an amount of SOL such as 2 or 0.5 (at most 9 decimal places), or none to clear it (got "${raw}")`);
+          limits[field] = lamports;
+        } else {
+          if (!/^\d{1,7}$/.test(raw) || Number(raw) > 1_000_000) return fail(`--${option} must be a whole number from 0 to 1000000, or none to clear it (got "${raw}")`);
+          limits[field] = Number(raw);
+        }
+      }
+      let address: string;
+      let current: FundingLimits;
+      if (Object.keys(limits).length === 0) {
+        // Nothing to set: show what is set, without making a wallet.
+        const wallet = await findWallet(db, owner);
+        if (!wallet) return fail(`${owner} has no funding wallet yet (it is made on the owner's first use, or by setting a limit)`);
+        address = wallet.address;
+        current = limitsOf(wallet);
+      } else {
+        // The wallet is made here if the owner has none yet (not airdropped: that is the service's, on first use).
+        const { wallet, created } = await ensureWallet(db, createSecretBox(config.secretKey), owner, Date.now());
+        if (created) process.stderr.write(`Made the funding wallet ${wallet.address} for "${owner}"; deposit to it before its first launch.\n`);
+        address = wallet.address;
+        current = await writeLimits(db, owner, limits, Date.now());
+      }
+      const sol = (v: number | null) => (v === null ? 'none' : formatSol(v));
+      process.stdout.write(
+        `owner\t${owner}\naddress\t${address}\n` +
+          `max-sol-per-launch\t${sol(current.maxLamportsPerLaunch)}\n` +
+          `max-sol-per-day\t${sol(current.maxLamportsPerDay)}\n` +
+          `max-launches-per-day\t${current.maxLaunchesPerDay ?? 'none'}\n` +
+          `low-balance-sol\t${sol(current.lowBalanceLamports)}\n`,
+      );
       return 0;
     }
     return fail(USAGE);

@@ -13,17 +13,13 @@ import type { Clock } from '../lib/clock.js';
 import { ConflictError, InsufficientFundsError, InvalidInputError, LimitExceededError, UnavailableError, UnprocessableError } from '../lib/errors.js';
 import { closeReservation, dayUsage, insertEntry, launchReservation, recordedSpends, reservedLamports, withdrawalByKey } from './ledger.js';
 import { launchCosts, presentQuote, quoteTotal, type LaunchQuote } from './quote.js';
+import { limitsOf, writeLimits, type FundingLimits } from './limits.js';
 import { ensureWallet, findWallet, walletSeed, walletSigner } from './wallets.js';
+
+export { limitsOf, type FundingLimits };
 
 /** Spends recorded this recently may not show in a balance read just before: not subtracted (ledger.ts). */
 const SPEND_SETTLE_MS = 5_000;
-
-export interface FundingLimits {
-  maxLamportsPerLaunch: number | null;
-  maxLamportsPerDay: number | null;
-  maxLaunchesPerDay: number | null;
-  lowBalanceLamports: number | null;
-}
 
 export interface FundingDeps {
   db: Db;
@@ -54,15 +50,6 @@ const DAY_MS = 86_400_000;
 const dayStartOf = (now: number) => Math.floor(now / DAY_MS) * DAY_MS;
 const iso = (ms: number) => new Date(ms).toISOString();
 const amount = (value: number | null) => (value === null ? null : String(value));
-
-export function limitsOf(wallet: FundingWalletRow): FundingLimits {
-  return {
-    maxLamportsPerLaunch: wallet.max_lamports_per_launch === null ? null : Number(wallet.max_lamports_per_launch),
-    maxLamportsPerDay: wallet.max_lamports_per_day === null ? null : Number(wallet.max_lamports_per_day),
-    maxLaunchesPerDay: wallet.max_launches_per_day === null ? null : Number(wallet.max_launches_per_day),
-    lowBalanceLamports: wallet.low_balance_lamports === null ? null : Number(wallet.low_balance_lamports),
-  };
-}
 
 /**
  * Every owner pays for its own launches (docs/funding.md): the owner's wallet, its quote, the
@@ -220,13 +207,7 @@ export function createFunding(deps: FundingDeps) {
     /** `PUT /api/funding/{owner}/limits`: sets the given limits (null clears one); the others stay. */
     async setLimits(owner: string, limits: Partial<FundingLimits>): Promise<FundingLimits> {
       await wallet(owner);
-      const set: Record<string, number | null> = {};
-      if (limits.maxLamportsPerLaunch !== undefined) set.max_lamports_per_launch = limits.maxLamportsPerLaunch;
-      if (limits.maxLamportsPerDay !== undefined) set.max_lamports_per_day = limits.maxLamportsPerDay;
-      if (limits.maxLaunchesPerDay !== undefined) set.max_launches_per_day = limits.maxLaunchesPerDay;
-      if (limits.lowBalanceLamports !== undefined) set.low_balance_lamports = limits.lowBalanceLamports;
-      await db.updateTable('funding_wallets').set({ ...set, updated_at: clock.now() }).where('owner', '=', owner).execute();
-      return limitsOf((await findWallet(db, owner))!);
+      return writeLimits(db, owner, limits, clock.now());
     },
 
     /**

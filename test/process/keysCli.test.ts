@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findActiveKey } from '../../src/auth/apiKeys.js';
 import { openDatabase } from '../../src/db/database.js';
+import { limitsOf } from '../../src/funding/limits.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'launch-keys-'));
@@ -48,4 +49,50 @@ describe('npm run keys', () => {
     expect(keys('create', '--scopes', 'admin').status).toBe(1);
     expect(keys('revoke', 'key_nope').status).toBe(1);
   }, 30_000);
+});
+
+describe('npm run keys -- limits', () => {
+  it('sets limits given in SOL as lamports, clears one with none, keeps the others, and prints them all', async () => {
+    const set = keys('limits', '--owner', 'acme', '--max-sol-per-launch', '2.5', '--max-sol-per-day', '10', '--max-launches-per-day', '7', '--low-balance-sol', '0.000000001');
+    expect(set.status).toBe(0);
+    const { db, close } = openDatabase(join(dir, 'launch-service.sqlite'));
+    const row = await db.selectFrom('funding_wallets').selectAll().where('owner', '=', 'acme').executeTakeFirstOrThrow();
+    expect(limitsOf(row)).toEqual({ maxLamportsPerLaunch: 2_500_000_000, maxLamportsPerDay: 10_000_000_000, maxLaunchesPerDay: 7, lowBalanceLamports: 1 });
+    expect(set.stdout).toBe(`owner\tacme\naddress\t${row.address}\nmax-sol-per-launch\t2.5\nmax-sol-per-day\t10\nmax-launches-per-day\t7\nlow-balance-sol\t0.000000001\n`);
+    // The wallet it made is one the service can sign with: its seed is sealed, never stored plain.
+    expect(row.seed_enc).not.toMatch(/^[A-Za-z0-9+/]{43}=$/);
+
+    const cleared = keys('limits', '--owner', 'acme', '--max-sol-per-day', 'none', '--max-launches-per-day', '0');
+    expect(cleared.status).toBe(0);
+    expect(cleared.stdout).toContain('max-sol-per-launch\t2.5\nmax-sol-per-day\tnone\nmax-launches-per-day\t0\n');
+    const after = await db.selectFrom('funding_wallets').selectAll().where('owner', '=', 'acme').executeTakeFirstOrThrow();
+    expect(limitsOf(after)).toEqual({ maxLamportsPerLaunch: 2_500_000_000, maxLamportsPerDay: null, maxLaunchesPerDay: 0, lowBalanceLamports: 1 });
+    expect(after.address).toBe(row.address);
+
+    // With no limit named it only shows them.
+    const shown = keys('limits', '--owner', 'acme');
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).toBe(cleared.stdout);
+    await close();
+  }, 180_000);
+
+  it('refuses bad amounts, a bad owner and an unknown option with a clear message, changing nothing', async () => {
+    const cases: Array<[string[], string]> = [
+      [['--owner', 'acme', '--max-sol-per-launch', '1.0000000001'], '--max-sol-per-launch must be an amount of SOL'],
+      [['--owner', 'acme', '--max-sol-per-day=-1'], '--max-sol-per-day must be an amount of SOL'],
+      [['--owner', 'acme', '--max-launches-per-day', '2.5'], '--max-launches-per-day must be a whole number'],
+      [['--max-sol-per-launch', '1'], '--owner is required'],
+      [['--owner', 'nobody'], 'nobody has no funding wallet yet'],
+      [['--owner', 'acme', '--max-sol', '1'], "Unknown option '--max-sol'"],
+    ];
+    for (const [args, message] of cases) {
+      const run = keys('limits', ...args);
+      expect(run.status, args.join(' ')).toBe(1);
+      expect(run.stderr).toContain(message);
+      expect(run.stdout).toBe('');
+    }
+    const { db, close } = openDatabase(join(dir, 'launch-service.sqlite'));
+    expect((await db.selectFrom('funding_wallets').select('owner').execute()).map((r) => r.owner)).toEqual(['acme']);
+    await close();
+  }, 180_000);
 });
