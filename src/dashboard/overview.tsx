@@ -154,7 +154,7 @@ export const OverviewPage: FC<{ user: DashboardUser; data: OverviewData; health:
           <h2>Circuit breakers</h2>
           {notClosed.length === 0 ? (
             <p id="breakers-summary">
-              {breakers.length === 0 ? 'No endpoint has failed.' : `All ${breakers.length} known breakers are closed.`} <a href="/dashboard/breakers">Breakers</a>
+              {breakers.length === 0 ? 'No endpoint has failed.' : breakers.length === 1 ? 'The one known breaker is closed.' : `All ${breakers.length} known breakers are closed.`} <a href="/dashboard/breakers">Breakers</a>
             </p>
           ) : (
             <div class="scroll">

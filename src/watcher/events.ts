@@ -35,16 +35,19 @@ export const proposalOutcomeData = (a: { realm: string; proposal: string; state:
 
 export const feesClaimed = (a: { pool: string; claimer: string; amounts: Record<string, string>; signature: string; kind: string }) => ({ ...a });
 
-// Plausible base58 values for the test route's samples.
-const VESTING = 'EscrwTxrsGeWq1AvMMd2QqWb8LSD1tG4JmL1d5CxY8ZN';
-const BENEFICIARY = '3vZ67CWd7uGNxAbNpBkMXq9WaKj1eFrTs5yUoHiDgLmP';
-const REALM = 'RLMpXkEDfZf7YgKdW8xqPq6jbKkGqzCGrWz1yDdiBiZm';
-const GOVERNANCE = 'GoVx4N8aWd2tRkPqLmZ7sJ5hYcE3uF9bT1oXiKnMgQvA';
-const PROPOSAL = 'PRPs1x8Lq4cVbN3mZkWdYt7JhG2fRe9aUoTiSpKxLqZn';
-const POOL = 'PooL6fYxH9kM3qWv1Ze7rTcUjN2bRsA8dEgKXmLpVyQw';
-const MINT = '7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU';
-const WSOL = 'So11111111111111111111111111111111111111112';
-const SIG = '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW';
+/** Plausible base58 values for the test route's samples (src/webhooks/sampleEvents.ts uses them too). */
+export const SAMPLE = {
+  VESTING: 'EscrwTxrsGeWq1AvMMd2QqWb8LSD1tG4JmL1d5CxY8ZN',
+  BENEFICIARY: '3vZ67CWd7uGNxAbNpBkMXq9WaKj1eFrTs5yUoHiDgLmP',
+  REALM: 'RLMpXkEDfZf7YgKdW8xqPq6jbKkGqzCGrWz1yDdiBiZm',
+  GOVERNANCE: 'GoVx4N8aWd2tRkPqLmZ7sJ5hYcE3uF9bT1oXiKnMgQvA',
+  PROPOSAL: 'PRPs1x8Lq4cVbN3mZkWdYt7JhG2fRe9aUoTiSpKxLqZn',
+  POOL: 'PooL6fYxH9kM3qWv1Ze7rTcUjN2bRsA8dEgKXmLpVyQw',
+  MINT: '7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU',
+  WSOL: 'So11111111111111111111111111111111111111112',
+  SIG: '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW',
+} as const;
+const { VESTING, BENEFICIARY, REALM, GOVERNANCE, PROPOSAL, POOL, MINT, WSOL, SIG } = SAMPLE;
 
 /** A sample of every watcher event, built by the same functions the watcher uses. */
 export const WATCHER_SAMPLES = {

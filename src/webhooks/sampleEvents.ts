@@ -1,6 +1,6 @@
 import { newId } from '../lib/ids.js';
 import type { WebhookEnvelope } from './outbox.js';
-import { WATCHER_SAMPLES } from '../watcher/events.js';
+import { SAMPLE, WATCHER_SAMPLES } from '../watcher/events.js';
 
 /** Every event kind of docs/events.md; the test route accepts each of them. */
 export const WEBHOOK_EVENT_KINDS = [
@@ -27,21 +27,15 @@ export function isWebhookEventKind(value: string): value is WebhookEventKind {
   return (WEBHOOK_EVENT_KINDS as readonly string[]).includes(value);
 }
 
-// Plausible base58 addresses and signatures, so receivers can exercise their parsing.
-const MINT = '7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU';
+// Plausible base58 addresses and signatures, so receivers can exercise their parsing; the watcher's samples share theirs.
+const { MINT, VESTING, REALM, POOL, GOVERNANCE, BENEFICIARY, SIG } = SAMPLE;
 const METADATA = '9Yv3mSrcVCS4dS1ffXkX4kNqg5aM4bq7ZVw9cAZjUeYt';
-const VESTING = 'EscrwTxrsGeWq1AvMMd2QqWb8LSD1tG4JmL1d5CxY8ZN';
-const REALM = 'RLMpXkEDfZf7YgKdW8xqPq6jbKkGqzCGrWz1yDdiBiZm';
 const TREASURY = 'TRSy8cMhK9CSpnZmgS8oJXx5nqLU2a2pDxwaYzyG6bBf';
-const POOL = 'PooL6fYxH9kM3qWv1Ze7rTcUjN2bRsA8dEgKXmLpVyQw';
 const LP_MINT = 'LPm1nt4bQ8zXrVcN7wYs2KdJ5hTgFa3eUoRiPlMkEjHq';
 const ESCROW_TOKEN = 'EsTk9wQ2mXvR4bJcN8yLzP3dHfG6aT1uKoWsVeYiAqBn';
 const JUPITER_LOCK = 'LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn';
-const GOVERNANCE = 'GoVx4N8aWd2tRkPqLmZ7sJ5hYcE3uF9bT1oXiKnMgQvA';
 const GOVERNANCE_PROGRAM = 'GovER5Lthms3bLBqWub97yVrMmEogzX7xNjdXpPPCVZw';
 const TREASURY_TOKEN = 'TrTk3nP8qLwX2vCm7RbZ5yHdJ4fGs9aKoUeNiVtYxBq1';
-const BENEFICIARY = '3vZ67CWd7uGNxAbNpBkMXq9WaKj1eFrTs5yUoHiDgLmP';
-const SIG = '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW';
 
 function sampleData(event: WebhookEventKind): unknown {
   switch (event) {
