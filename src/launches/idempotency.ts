@@ -1,8 +1,16 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { DbOrTx } from '../db/database.js';
+import { isPostgres } from '../db/dialect.js';
 import { MAX_JSON_DEPTH } from '../lib/jsonDepth.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+/**
+ * On PostgreSQL, how old a key left in progress must be before another request may take it over.
+ * Several instances share the keys and each knows only its own requests, so "no request of mine
+ * holds it" says nothing about the others; a request never runs this long (HTTP_REQUEST_TIMEOUT,
+ * 30 s by default, ends it), so a key older than this was left by a process that died.
+ */
+export const IN_PROGRESS_ABANDONED_MS = 120_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 export function isValidIdempotencyKey(key: string): boolean {
@@ -77,8 +85,10 @@ export type IdempotencyClaim =
  * Claims an idempotency key for this owner, or tells why it cannot: the first request finished
  * (replay), is still running (in progress) or had another body (reused). An expired key is
  * reclaimed, and so is one left in progress by a request that is no longer running (`running`
- * says which are: a crash between claiming the key and creating the launch). The launch and the
- * key's completion commit together, so a key in progress never has a launch: it is free again.
+ * says which of this process's are: a crash between claiming the key and creating the launch). On
+ * PostgreSQL another instance's request may be running it, so a key in progress is taken over only
+ * once it is {@link IN_PROGRESS_ABANDONED_MS} old; until then the answer is in progress. The launch
+ * and the key's completion commit together, so a key in progress never has a launch: it is free again.
  */
 export async function claimIdempotencyKey(
   db: DbOrTx,
@@ -92,7 +102,11 @@ export async function claimIdempotencyKey(
     .executeTakeFirst();
   if (existing && existing.expires_at > args.now) {
     if (existing.request_hash !== args.hash) return { kind: 'reused' };
-    const abandoned = existing.state === 'in_progress' && args.running !== undefined && !args.running(args.owner, args.key);
+    const abandoned =
+      existing.state === 'in_progress' &&
+      args.running !== undefined &&
+      !args.running(args.owner, args.key) &&
+      (!isPostgres(db) || existing.created_at <= args.now - IN_PROGRESS_ABANDONED_MS);
     if (!abandoned) {
       if (existing.state === 'in_progress' || existing.launch_id === null) return { kind: 'in_progress' };
       return { kind: 'replay', launchId: existing.launch_id };

@@ -36,8 +36,9 @@ export type SubmitLaunchOutcome = { kind: 'created' | 'replayed'; launch: Launch
  * capability check and the create. Refusals are domain errors. A key is released only when its
  * request was refused before the launch committed, never after (the launch and the key's
  * completion commit in one transaction); a key a crash left in progress is free again on the next
- * request with it. Keys in flight are tracked here: with one writer per data directory, this
- * process knows every request that is still running.
+ * request with it. This process's keys in flight are tracked here: on SQLite (one process per
+ * file) that is every request still running; on PostgreSQL the claim also waits out another
+ * instance's (claimIdempotencyKey).
  */
 export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLaunchInput) => Promise<SubmitLaunchOutcome> {
   const inFlight = new Set<string>();

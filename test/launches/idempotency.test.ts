@@ -1,12 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSecretBox } from '../../src/crypto/secretBox.js';
-import { requestHash, requestHashKey } from '../../src/launches/idempotency.js';
+import { IN_PROGRESS_ABANDONED_MS, requestHash, requestHashKey } from '../../src/launches/idempotency.js';
 import { createLaunchSubmitter, type SubmitLaunchDeps } from '../../src/launches/submitLaunch.js';
 import { ConflictError } from '../../src/lib/errors.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { launchBody } from '../support/fixtures.js';
+import { onPostgres } from '../support/database.js';
 import { startTestService, type TestService } from '../support/service.js';
+
+/**
+ * When a crashed process's key was claimed: on SQLite the process that owns the file knows at once
+ * that no request of its own holds the key; on PostgreSQL another instance might, so the key is
+ * free only once it is IN_PROGRESS_ABANDONED_MS old.
+ */
+const crashedAt = (now: number) => (onPostgres ? now - IN_PROGRESS_ABANDONED_MS : now);
 
 let t: TestService | undefined;
 afterEach(async () => {
@@ -61,7 +69,7 @@ describe('Idempotency-Key', () => {
     // What a process killed between claiming the key and creating the launch leaves behind.
     await s.db
       .insertInto('idempotency_keys')
-      .values({ owner: 'acme', key: 'key-2', request_hash: requestHash(body, s.hashKey), state: 'in_progress', launch_id: null, response_status: null, created_at: now, expires_at: now + 86_400_000 })
+      .values({ owner: 'acme', key: 'key-2', request_hash: requestHash(body, s.hashKey), state: 'in_progress', launch_id: null, response_status: null, created_at: crashedAt(now), expires_at: now + 86_400_000 })
       .execute();
     const outcome = await s.submit(input(body, 'key-2'));
     expect(outcome.kind).toBe('created');
@@ -89,7 +97,7 @@ describe('Idempotency-Key', () => {
     const now = Date.now();
     await t.service.db
       .insertInto('idempotency_keys')
-      .values({ owner: 'acme', key: 'key-4', request_hash: requestHash(body, requestHashKey(t.config.secretKey)), state: 'in_progress', launch_id: null, response_status: null, created_at: now, expires_at: now + 86_400_000 })
+      .values({ owner: 'acme', key: 'key-4', request_hash: requestHash(body, requestHashKey(t.config.secretKey)), state: 'in_progress', launch_id: null, response_status: null, created_at: crashedAt(now), expires_at: now + 86_400_000 })
       .execute();
     const res = await t.request('/api/launches', { method: 'POST', key, json: body, headers: { 'idempotency-key': 'key-4' } });
     expect(res.status).toBe(202);

@@ -26,13 +26,21 @@ export interface TestService {
  * app.request(). With TEST_DATABASE_URL the service runs on a fresh PostgreSQL database of its own,
  * and the embedded chain keeps its state in a SQLite file beside it.
  */
-export async function startTestService(options: { env?: Record<string, string>; clock?: Clock; logger?: Logger } = {}): Promise<TestService> {
+export async function startTestService(
+  options: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    logger?: Logger;
+    /** On PostgreSQL, the embedded chain's SQLite file (default: one in the service's own directory); a second instance may start from the first's. */
+    embeddedChainFile?: string;
+  } = {},
+): Promise<TestService> {
   const pgDatabase = onPostgres && options.env?.DATABASE_URL === undefined ? await createPostgresDatabase() : undefined;
   const { config, dir, cleanup } = testConfig({ ...(pgDatabase ? { DATABASE_URL: pgDatabase.url } : {}), ...options.env });
   const service = await createService(config, {
     logger: options.logger ?? silentLogger(),
     clock: options.clock ?? systemClock,
-    embeddedChainFile: config.postgres ? join(dir, 'chain.sqlite') : undefined,
+    embeddedChainFile: config.postgres ? (options.embeddedChainFile ?? join(dir, 'chain.sqlite')) : undefined,
   }).catch(async (error: unknown) => {
     cleanup();
     await pgDatabase?.drop();
