@@ -61,21 +61,27 @@ export function createFunding(deps: FundingDeps) {
   const { db, chain, clock } = deps;
   const log = deps.logger.child({ component: 'funding' });
 
-  /** The owner's wallet, made (and on the development chain funded) on first use. */
+  /**
+   * The owner's wallet, made (and outside production funded from the chain's faucet) on first use.
+   * The airdrop lands before the row is inserted, so another instance never reads a new wallet
+   * still empty; a keypair that lost the insert race keeps its airdrop (development chains only).
+   */
   async function wallet(owner: string): Promise<FundingWalletRow> {
-    const { wallet: row, created } = await ensureWallet(db, deps.secretBox, owner, clock.now());
-    if (created) {
-      log.info({ owner, address: row.address }, 'funding wallet created');
-      if (deps.devAirdropLamports > 0 && chain.requestAirdrop) await devAirdrop(row.address).catch((error: unknown) => log.warn({ err: error, owner, address: row.address }, 'development airdrop failed; fund the wallet by hand'));
-    }
+    const airdrop = deps.devAirdropLamports > 0 && chain.requestAirdrop ? devAirdrop : undefined;
+    const { wallet: row, created } = await ensureWallet(db, deps.secretBox, owner, clock.now(), airdrop);
+    if (created) log.info({ owner, address: row.address }, 'funding wallet created');
     return row;
   }
 
   /** Funds a new wallet from the development chain's faucet and waits for it to land. */
   async function devAirdrop(address: string): Promise<void> {
-    const signature = await chain.requestAirdrop!(new PublicKey(address), BigInt(deps.devAirdropLamports));
-    await chain.confirmTransaction(signature, (await chain.getBlockHeight()) + 150, 'confirmed');
-    log.info({ address, lamports: deps.devAirdropLamports, signature }, 'funding wallet airdropped (development chain)');
+    try {
+      const signature = await chain.requestAirdrop!(new PublicKey(address), BigInt(deps.devAirdropLamports));
+      await chain.confirmTransaction(signature, (await chain.getBlockHeight()) + 150, 'confirmed');
+      log.info({ address, lamports: deps.devAirdropLamports, signature }, 'funding wallet airdropped (development chain)');
+    } catch (error) {
+      log.warn({ err: error, address }, 'development airdrop failed; fund the wallet by hand');
+    }
   }
 
   /** Balance, what is held and what is free, read now. */

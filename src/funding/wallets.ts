@@ -13,13 +13,22 @@ export async function findWallet(db: DbOrTx, owner: string): Promise<FundingWall
 /**
  * The owner's funding wallet, made on first use: a fresh keypair whose seed is sealed under
  * SECRET_KEY. Insert-if-absent, so instances racing on an owner's first request all end up with
- * the one row that won; `created` is true only for the caller whose row it is.
+ * the one row that won; `created` is true only for the caller whose row it is. `beforeInsert` runs
+ * with the new address before the row exists (the development airdrop): a wallet any instance can
+ * see is already funded.
  */
-export async function ensureWallet(db: DbOrTx, box: SecretBox, owner: string, now: number): Promise<{ wallet: FundingWalletRow; created: boolean }> {
+export async function ensureWallet(
+  db: DbOrTx,
+  box: SecretBox,
+  owner: string,
+  now: number,
+  beforeInsert?: (address: string) => Promise<void>,
+): Promise<{ wallet: FundingWalletRow; created: boolean }> {
   const existing = await findWallet(db, owner);
   if (existing) return { wallet: existing, created: false };
   const seed = randomBytes(32);
   const address = keypairFromSeed(seed).publicKey.toBase58();
+  await beforeInsert?.(address);
   await db
     .insertInto('funding_wallets')
     .values({
