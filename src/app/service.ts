@@ -34,6 +34,7 @@ import { systemClock, type Clock } from '../lib/clock.js';
 import { redeliverEvent } from '../webhooks/redeliver.js';
 import { createWebhookService } from '../webhooks/service.js';
 import { apiRoutes } from './routes.js';
+import { createMcpRoutes } from './mcpRoutes.js';
 import { createChainBackend, checkCapabilities, startChainThread, stepExecutorsFor } from './serviceChain.js';
 import { ChainWatcher } from '../watcher/watcher.js';
 import { createFunding } from '../funding/funding.js';
@@ -265,6 +266,9 @@ export async function createService(
       retentionMs: config.retention.periodMs,
       launchRetentionMs: config.retention.launchPeriodMs,
     });
+
+    // The MCP server (docs/mcp.md): each tool is a request to the REST route, as the caller.
+    app.route('/mcp', createMcpRoutes({ db, version: config.version, fetch: (request) => app.fetch(request) }));
 
     let started = false;
     let janitor: NodeJS.Timeout | undefined;

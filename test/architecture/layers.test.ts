@@ -42,7 +42,7 @@ describe('the layers of src (docs/architecture.md)', () => {
   it('imports only sideways within a folder or down the layers of docs/architecture.md', () => {
     const layer: Record<string, number> = {
       app: 5, monitor: 5, listen: 5,
-      http: 4, dashboard: 4, metrics: 4,
+      http: 4, dashboard: 4, metrics: 4, mcp: 4,
       launches: 3, watcher: 3,
       webhooks: 2, funding: 2,
       chain: 1, deadLetters: 1, auth: 1, health: 1, cache: 1, retention: 1,

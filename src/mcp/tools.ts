@@ -1,0 +1,97 @@
+import { z } from 'zod';
+
+/**
+ * The MCP tools (docs/mcp.md): each one is a call of a REST route, so a tool runs the very use case,
+ * validation, scope check, owner scoping, rate limit and error envelope the REST API runs.
+ */
+export interface RestCall {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  inputSchema: z.ZodRawShape;
+  annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
+  rest(args: Record<string, unknown>): RestCall;
+}
+
+const page = {
+  limit: z.number().int().min(1).max(200).optional().describe('Page size (default 50)'),
+  offset: z.number().int().min(0).optional().describe('Items to skip'),
+};
+const id = (what: string) => z.string().min(1).max(200).describe(`The ${what} id`);
+const read = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+function query(args: Record<string, unknown>, names: string[]): string {
+  const params = new URLSearchParams();
+  for (const name of names) if (args[name] !== undefined) params.set(name, String(args[name]));
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+const seg = (value: unknown) => encodeURIComponent(String(value));
+
+export const TOOLS: readonly ToolDefinition[] = [
+  {
+    name: 'create_launch',
+    description:
+      'Launch a token (POST /api/launches). `launch` is the launch request of docs/api.md (name, ticker, totalSupply, creator, webhookUrl, webhookSecret, …). `idempotencyKey` is required: a retry with the same key and launch returns the first launch instead of launching twice.',
+    inputSchema: {
+      idempotencyKey: z.string().min(1).max(255).describe('Idempotency-Key: the same key and launch return the first launch'),
+      launch: z.record(z.string(), z.unknown()).describe('The launch request body (docs/api.md, "The launch request")'),
+    },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    rest: (args) => ({ method: 'POST', path: '/api/launches', body: args.launch, headers: { 'idempotency-key': String(args.idempotencyKey) } }),
+  },
+  {
+    name: 'get_launch',
+    description: 'One launch with its steps, results and error (GET /api/launches/{id}).',
+    inputSchema: { launchId: id('launch') },
+    annotations: read,
+    rest: (args) => ({ method: 'GET', path: `/api/launches/${seg(args.launchId)}` }),
+  },
+  {
+    name: 'list_launches',
+    description: 'Your launches, newest first (GET /api/launches).',
+    inputSchema: { status: z.enum(['queued', 'processing', 'complete', 'failed']).optional(), ...page },
+    annotations: read,
+    rest: (args) => ({ method: 'GET', path: `/api/launches${query(args, ['status', 'limit', 'offset'])}` }),
+  },
+  {
+    name: 'list_launch_events',
+    description: "A launch's events in order, each with the exact envelope its webhooks carry (GET /api/launches/{id}/events).",
+    inputSchema: { launchId: id('launch'), ...page },
+    annotations: read,
+    rest: (args) => ({ method: 'GET', path: `/api/launches/${seg(args.launchId)}/events${query(args, ['limit', 'offset'])}` }),
+  },
+  {
+    name: 'send_test_webhook',
+    description: 'Send one signed sample event to a URL and report the answer (POST /api/webhooks/test, docs/delivery.md).',
+    inputSchema: { body: z.record(z.string(), z.unknown()).describe('The test request body: url, and optionally event, secret (docs/api.md)') },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    rest: (args) => ({ method: 'POST', path: '/api/webhooks/test', body: args.body }),
+  },
+  {
+    name: 'list_webhook_endpoints',
+    description: 'Your webhook endpoints (GET /api/webhook-endpoints).',
+    inputSchema: { ...page },
+    annotations: read,
+    rest: (args) => ({ method: 'GET', path: `/api/webhook-endpoints${query(args, ['limit', 'offset'])}` }),
+  },
+  {
+    name: 'create_webhook_endpoint',
+    description: "Create an endpoint that receives your events of every launch; its secret is returned only here (POST /api/webhook-endpoints).",
+    inputSchema: {
+      url: z.string().min(1).max(2048),
+      events: z.array(z.string()).optional().describe('Filters: "*", an event kind, or a prefix such as "launch.*"'),
+      description: z.string().optional(),
+      signatureScheme: z.enum(['service', 'standard']).optional(),
+    },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    rest: (args) => ({ method: 'POST', path: '/api/webhook-endpoints', body: args }),
+  },
+];
