@@ -181,6 +181,7 @@ export async function createService(
         startedAt,
         timeoutMs: config.healthCheckTimeoutMs,
         breakers: webhooks.breakers,
+        chainEndpoints: chain.endpointHealth ? () => chain.endpointHealth!() : undefined,
         probes: {
           database: async () => {
             await sql`select count(*) from launches where id = ${'probe'}`.execute(db);

@@ -8,6 +8,7 @@ import type { ChainBackend } from '../chain/backend.js';
 import { createEmbeddedBackend } from '../chain/embedded/backend.js';
 import { connectChainThread, type ChainThread } from '../chain/embedded/thread/client.js';
 import { createRpcBackend } from '../chain/rpc/backend.js';
+import { parseRpcUrls } from '../chain/rpc/endpoints.js';
 import { loadKeypairFile } from '../chain/rpc/payerFile.js';
 import { cpmmGenesisHook } from '../chain/programs/cpmm/genesis.js';
 import { CPMM_MAINNET_PROGRAM_ID, DEFAULT_PROGRAM_IDS } from '../chain/programs/programIds.js';
@@ -29,7 +30,15 @@ export async function createChainBackend(
 ): Promise<ChainBackend> {
   const fees = { priorityFeeMicroLamports: config.chain.priorityFeeMicroLamports, computeUnitLimit: config.chain.computeUnitLimit };
   if (config.chain.mode === 'rpc' && config.chain.rpcUrl && config.chain.payerKeypairPath) {
-    return createRpcBackend({ rpcUrl: config.chain.rpcUrl, payer: loadKeypairFile(config.chain.payerKeypairPath), fees, clock: deps.clock, logger: deps.logger });
+    return createRpcBackend({
+      rpcUrls: parseRpcUrls(config.chain.rpcUrl),
+      payer: loadKeypairFile(config.chain.payerKeypairPath),
+      fees,
+      clock: deps.clock,
+      logger: deps.logger,
+      requestTimeoutMs: config.chain.rpcTimeoutMs,
+      breaker: { resetTimeoutMs: config.chain.rpcBreakerResetMs },
+    });
   }
   return createEmbeddedBackend({
     db: deps.db,

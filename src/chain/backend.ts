@@ -24,6 +24,24 @@ export interface ChainProbe {
   payerBalance: number;
 }
 
+/** Options of {@link ChainBackend.confirmTransaction}. */
+export interface ConfirmOptions {
+  /**
+   * The transaction's signed bytes: sent again (the same signature) while it is not seen, as a
+   * production sender does against leaders that drop transactions. Backends that cannot drop one
+   * (the embedded chain) ignore it.
+   */
+  rebroadcast?: Uint8Array;
+}
+
+/** One RPC endpoint as health shows it: whether it answered the last probe and its breaker's state. */
+export interface EndpointHealth {
+  host: string;
+  status: 'pass' | 'fail';
+  breaker: BreakerSnapshot['state'];
+  message?: string;
+}
+
 /** Transaction building options a cluster may need (docs/api.md: configurable priority fee and compute limit). */
 export interface FeeSettings {
   priorityFeeMicroLamports: number;
@@ -50,7 +68,7 @@ export interface ChainBackend {
    * when the block height passes `lastValidBlockHeight` first, `NonRetriableError('program_error')`
    * when the transaction failed on chain.
    */
-  confirmTransaction(signature: string, lastValidBlockHeight: number, commitment?: Commitment): Promise<void>;
+  confirmTransaction(signature: string, lastValidBlockHeight: number, commitment?: Commitment, options?: ConfirmOptions): Promise<void>;
   getAccountInfo(pubkey: PublicKey, commitment?: Commitment): Promise<AccountInfo<Buffer> | null>;
   getBalance(pubkey: PublicKey): Promise<number>;
   /**
@@ -64,7 +82,9 @@ export interface ChainBackend {
   probe(): Promise<ChainProbe>;
   /** What the chain watcher reads: address histories, transactions, accounts, program scans (docs/watcher.md). */
   readonly history: ChainHistory;
-  /** Circuit breaker state, when the backend has one (RPC). */
+  /** Circuit breaker state, when the backend has one (RPC): `open` only when every endpoint's breaker is. */
   breakerState?(): BreakerSnapshot;
+  /** Each RPC endpoint as of the last probe (RPC only). */
+  endpointHealth?(): EndpointHealth[];
   close(): Promise<void>;
 }

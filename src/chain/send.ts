@@ -84,8 +84,9 @@ async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<Sen
     }
     if ((await chain.getBlockHeight()) <= recorded.lastValidBlockHeight) {
       log.info({ signature: recorded.signature }, 're-sending recorded transaction');
-      await chain.sendRawTransaction(Buffer.from(recorded.serialized, 'base64'));
-      await chain.confirmTransaction(recorded.signature, recorded.lastValidBlockHeight, commitment);
+      const bytes = Buffer.from(recorded.serialized, 'base64');
+      await chain.sendRawTransaction(bytes);
+      await chain.confirmTransaction(recorded.signature, recorded.lastValidBlockHeight, commitment, { rebroadcast: bytes });
       return { type: spec.type, signature: recorded.signature, via: 'resent' };
     }
     // Expired: it can no longer land, but it may have landed just before. Look once more.
@@ -117,8 +118,9 @@ async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<Sen
   const pending: PendingTx = earlier ? { ...signed, earlier } : signed;
   await ctx.recordPending(spec.label, pending);
   ctx.pending[spec.label] = pending;
+  const bytes = Buffer.from(pending.serialized, 'base64');
   try {
-    await chain.sendRawTransaction(Buffer.from(pending.serialized, 'base64'));
+    await chain.sendRawTransaction(bytes);
   } catch (error) {
     // The payer's balance is read, not inferred from an error text: with funds, it is not the balance.
     if (error instanceof NonRetriableError && error.code === 'insufficient_balance' && (await chain.getBalance(payer)) >= needed) {
@@ -127,7 +129,8 @@ async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<Sen
     throw error;
   }
   if (ctx.budget) ctx.budget.remainingLamports -= needed;
-  await chain.confirmTransaction(pending.signature, pending.lastValidBlockHeight, commitment);
+  // Until it is seen or its blockhash expires, the same bytes go out again every ~2 s (RPC).
+  await chain.confirmTransaction(pending.signature, pending.lastValidBlockHeight, commitment, { rebroadcast: bytes });
   log.info({ signature: pending.signature }, 'transaction confirmed');
   return { type: spec.type, signature: pending.signature, via: 'sent' };
 }

@@ -23,8 +23,13 @@ export interface Config {
   previousSecretKey: Buffer | undefined;
   chain: {
     mode: ChainMode;
+    /** SOLANA_RPC_URL as given: one URL or a comma-separated list, primary first. */
     rpcUrl: string | undefined;
     payerKeypairPath: string | undefined;
+    /** SOLANA_RPC_TIMEOUT: how long one RPC request may take before it counts as lost. */
+    rpcTimeoutMs: number;
+    /** SOLANA_RPC_BREAKER_RESET: how long an RPC endpoint's open breaker refuses calls before a trial one. */
+    rpcBreakerResetMs: number;
     programsDir: string | undefined;
     priorityFeeMicroLamports: number;
     computeUnitLimit: number | undefined;
@@ -270,10 +275,13 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'cannot be enabled in production');
   }
 
-  const rpcUrl = env.SOLANA_RPC_URL && env.SOLANA_RPC_URL !== '' ? env.SOLANA_RPC_URL : undefined;
-  if (rpcUrl !== undefined && !/^https?:\/\//i.test(rpcUrl)) {
-    throw new ConfigError('SOLANA_RPC_URL', `must be an http(s) URL, got "${rpcUrl}"`);
+  const rpcUrl = env.SOLANA_RPC_URL && env.SOLANA_RPC_URL.trim() !== '' ? env.SOLANA_RPC_URL.trim() : undefined;
+  // A comma-separated list, primary first: every entry an http(s) URL, none twice.
+  const rpcUrls = rpcUrl === undefined ? [] : rpcUrl.split(',').map((u) => u.trim());
+  for (const url of rpcUrls) {
+    if (!/^https?:\/\/[^/\s]/i.test(url) || !URL.canParse(url)) throw new ConfigError('SOLANA_RPC_URL', `must be an http(s) URL or a comma-separated list of them, got "${url}"`);
   }
+  if (new Set(rpcUrls.map((u) => new URL(u).host)).size !== rpcUrls.length) throw new ConfigError('SOLANA_RPC_URL', 'names the same host twice');
   const payerKeypairPath = env.SOLANA_PAYER_KEYPAIR && env.SOLANA_PAYER_KEYPAIR !== '' ? env.SOLANA_PAYER_KEYPAIR : undefined;
   if (rpcUrl !== undefined && payerKeypairPath === undefined) {
     throw new ConfigError('SOLANA_PAYER_KEYPAIR', 'is required when SOLANA_RPC_URL is set (path to a keypair JSON file)');
@@ -319,6 +327,8 @@ export function loadConfig(env: Env = process.env): Config {
       mode: rpcUrl ? 'rpc' : 'embedded',
       rpcUrl,
       payerKeypairPath,
+      rpcTimeoutMs: positiveDurationVar(env, 'SOLANA_RPC_TIMEOUT', 10_000),
+      rpcBreakerResetMs: positiveDurationVar(env, 'SOLANA_RPC_BREAKER_RESET', 30_000),
       programsDir,
       priorityFeeMicroLamports: intVar(env, 'SOLANA_PRIORITY_FEE_MICROLAMPORTS', 0, 0, 100_000_000),
       computeUnitLimit:

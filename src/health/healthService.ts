@@ -23,15 +23,19 @@ export interface HealthDeps {
   timeoutMs: number;
   probes: { database: Probe; chain: Probe; cache: Probe };
   breakers: BreakerSource;
+  /** Each RPC endpoint as the chain probe just found it (RPC backend only). */
+  chainEndpoints?: () => NonNullable<CheckResult['endpoints']>;
 }
 
 /** Runs the three checks in parallel; database and chain are critical, cache is optional. */
 export async function checkHealth(deps: HealthDeps): Promise<HealthReport> {
-  const [database, chain, cache] = await Promise.all([
+  const [database, chainCheck, cache] = await Promise.all([
     runCheck(deps.probes.database, deps.timeoutMs),
     runCheck(deps.probes.chain, deps.timeoutMs),
     runCheck(deps.probes.cache, deps.timeoutMs),
   ]);
+  // The chain passes while any endpoint answers; each one is listed either way.
+  const chain = deps.chainEndpoints ? { ...chainCheck, endpoints: deps.chainEndpoints() } : chainCheck;
   const critical = database.status === 'fail' || chain.status === 'fail';
   let circuitBreakers: Record<string, BreakerSnapshot> = {};
   try {

@@ -3,6 +3,8 @@ export interface CheckResult {
   status: 'pass' | 'fail';
   latencyMs: number;
   message?: string;
+  /** The chain check on RPC: each endpoint as of this probe (host names hashed for anonymous callers in production). */
+  endpoints?: Array<{ host: string; status: 'pass' | 'fail'; breaker: string; message?: string }>;
 }
 
 /** A probe that touches its component; resolves when the component answers, rejects otherwise. */

@@ -28,7 +28,7 @@ describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
 
   const connect = (overrides: Partial<RpcBackendOptions> = {}) =>
     createRpcBackend({
-      rpcUrl: double.url,
+      rpcUrls: [double.url],
       payer: loadKeypairFile(payerPath),
       fees: { priorityFeeMicroLamports: 1000, computeUnitLimit: 300_000 },
       clock: systemClock,
@@ -138,14 +138,24 @@ describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
     }
   });
 
+  it('tries a read again after a passing fault, without surfacing it', async () => {
+    const before = double.requests.filter((m) => m === 'getBlockHeight').length;
+    double.inject('503', 1, 'getBlockHeight');
+    double.inject('429', 1, 'getBlockHeight');
+    expect(await rpc.getBlockHeight()).toBeGreaterThan(0);
+    expect(double.requests.filter((m) => m === 'getBlockHeight').length - before).toBe(3);
+  });
+
   it('opens its breaker after repeated server errors and then fails fast with breaker_open', async () => {
     const fragile = connect({ breaker: { volumeThreshold: 3, errorThresholdPercentage: 50, resetTimeoutMs: 60_000 } });
     try {
       double.inject('503', 5);
       const codes: string[] = [];
+      const before = double.requests.length;
       for (let i = 0; i < 5; i++) codes.push(await fragile.getBlockHeight().then(() => 'ok', (e: TransientError) => e.code));
-      expect(codes.slice(0, 3)).toEqual(['rpc_unavailable', 'rpc_unavailable', 'rpc_unavailable']);
-      expect(codes.at(-1)).toBe('breaker_open');
+      // The first read tried three times (each a 503), which opened the breaker; the others never left the process.
+      expect(codes).toEqual(['rpc_unavailable', 'breaker_open', 'breaker_open', 'breaker_open', 'breaker_open']);
+      expect(double.requests.length - before).toBe(3);
       expect(fragile.breakerState?.().state).toBe('open');
     } finally {
       await fragile.close();

@@ -13,7 +13,7 @@ import { commitProgress, insertWatches, listWatches, wakeWatches, WatchFencedErr
 import { ChainWatcher } from '../../src/watcher/watcher.js';
 import { MINT_SIZE, TOKEN_PROGRAM_ID, createAssociatedTokenAccountInstruction, createInitializeMint2Instruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
 import type { HistoryTransaction } from '../../src/chain/history.js';
-import { createRpcBreaker } from '../../src/chain/rpc/breaker.js';
+import { createEndpointPool } from '../../src/chain/rpc/endpoints.js';
 import { createRpcHistory } from '../../src/chain/rpc/history.js';
 import { allInstructions, INNER_KEY_BASE } from '../../src/watcher/decoders/instructions.js';
 import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
@@ -242,7 +242,7 @@ describe('chain watcher on the embedded chain', () => {
     const signature = await send(new Transaction().add(createAssociatedTokenAccountInstruction(sender.publicKey, getAssociatedTokenAddressSync(mint.publicKey, owner), owner, mint.publicKey)));
     const plain = (tx: HistoryTransaction | null) => tx?.innerInstructions.map((e) => ({ index: e.index, instructions: e.instructions.map((ix) => ({ ...ix, data: Buffer.from(ix.data).toString('hex') })) }));
     const embedded = plain(await chain.history.getTransaction(signature));
-    const rpc = plain(await createRpcHistory(connection, createRpcBreaker()).getTransaction(signature));
+    const rpc = plain(await createRpcHistory(createEndpointPool([server.url]).read).getTransaction(signature));
     expect(embedded?.[0]?.index).toBe(0);
     expect(embedded?.[0]?.instructions.map((ix) => ix.programId)).toEqual(expect.arrayContaining([SystemProgram.programId.toBase58(), TOKEN_PROGRAM_ID.toBase58()]));
     expect(rpc).toEqual(embedded);

@@ -1,123 +1,164 @@
-import { STATUS_CODES } from 'node:http';
-import { Connection, SYSVAR_CLOCK_PUBKEY, SendTransactionError, VersionedTransaction, type FetchFn, type Keypair } from '@solana/web3.js';
+import { SYSVAR_CLOCK_PUBKEY, SendTransactionError, VersionedTransaction, type Keypair } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { NonRetriableError, TransientError } from '../../lib/retry.js';
-import type { ChainBackend, Commitment, FeeSettings, SignatureStatus } from '../backend.js';
-import { classifyTransactionFailure, RpcHttpError } from '../errors.js';
-import { parseRetryAfter } from '../../lib/retryAfter.js';
-import { createRpcBreaker, type RpcBreakerOptions } from './breaker.js';
+import type { ChainBackend, ChainProbe, Commitment, ConfirmOptions, EndpointHealth, FeeSettings, SignatureStatus } from '../backend.js';
+import { classifyTransactionFailure } from '../errors.js';
+import type { RpcBreakerOptions } from './breaker.js';
+import { createEndpointPool } from './endpoints.js';
 import { createRpcHistory } from './history.js';
 
 /** Options of {@link createRpcBackend}. */
 export interface RpcBackendOptions {
-  rpcUrl: string;
+  /** The endpoints, primary first (SOLANA_RPC_URL, comma-separated). */
+  rpcUrls: readonly string[];
   payer: Keypair;
   fees: FeeSettings;
   clock: Clock;
   logger: Logger;
   /** Per-request timeout (default 10 s). */
   requestTimeoutMs?: number;
-  /** Signature-status poll interval while confirming (default 500 ms). */
+  /** First signature-status poll interval while confirming (default 500 ms); grows by half each poll up to 2 s. */
   pollIntervalMs?: number;
+  /** How often the same signed bytes are sent again while a transaction is not seen (default 2 s). */
+  rebroadcastIntervalMs?: number;
   /** Longest a confirmation may wait before it is a transient failure (default 90 s). */
   confirmTimeoutMs?: number;
   breaker?: RpcBreakerOptions;
+  /** Tries of a read across the endpoints before its failure surfaces (default 3). */
+  readTries?: number;
 }
 
 const RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
 
 /**
- * Any Solana cluster through web3.js `Connection`, behind its own circuit breaker. Confirmation
- * polls signature statuses (no websocket) until the commitment is reached or the blockhash expires.
+ * Any Solana cluster through web3.js `Connection`, over one or more endpoints (docs/chain.md): reads
+ * fail over, sends go to every endpoint whose breaker is not open, each endpoint has its own breaker.
+ * Sending is a production sender's: the provider's own retries off (`maxRetries: 0`), the same signed
+ * bytes sent again every ~2 s while the signature is not seen, until it is or its blockhash expires;
+ * confirmation polls signature statuses (no websocket) with a growing interval.
  */
 export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
   const logger = options.logger.child({ component: 'chain', backend: 'rpc' });
-  const timeoutMs = options.requestTimeoutMs ?? 10_000;
-  const pollMs = options.pollIntervalMs ?? 500;
-  const breaker = createRpcBreaker(options.breaker);
-  const timedFetch = (async (input: string, init?: RequestInit) => {
-    const res = await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-    // web3.js words a 429 or 503 without its headers: a Retry-After must be kept here.
-    const retryAfterMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.headers.get('retry-after') ?? undefined, Date.now()) : undefined;
-    if (retryAfterMs === undefined) return res;
-    await res.body?.cancel();
-    throw new RpcHttpError(res.status, res.statusText || (STATUS_CODES[res.status] ?? ''), retryAfterMs);
-  }) as unknown as FetchFn;
-  const connection = new Connection(options.rpcUrl, { commitment: 'confirmed', disableRetryOnRateLimit: true, fetch: timedFetch });
-  const call = breaker.call;
+  const firstPollMs = options.pollIntervalMs ?? 500;
+  const rebroadcastMs = options.rebroadcastIntervalMs ?? 2000;
+  const pool = createEndpointPool(options.rpcUrls, { requestTimeoutMs: options.requestTimeoutMs, breaker: options.breaker, readTries: options.readTries });
+  const read = pool.read;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const lastProbe = new Map<string, EndpointHealth>();
 
   const getSignatureStatus = async (signature: string): Promise<SignatureStatus | null> => {
-    const { value } = await call(() => connection.getSignatureStatuses([signature], { searchTransactionHistory: true }));
+    const { value } = await read((c) => c.getSignatureStatuses([signature], { searchTransactionHistory: true }));
     const status = value[0];
     if (!status) return null;
     return { status: status.confirmationStatus ?? 'processed', err: status.err };
   };
 
-  const getBlockHeight = () => call(() => connection.getBlockHeight('confirmed'));
+  const getBlockHeight = () => read((c) => c.getBlockHeight('confirmed'));
+
+  /** Sends to every endpoint not open. `preflight`: the first send simulates; a rebroadcast of bytes already sent does not. */
+  const send = (bytes: Uint8Array, preflight: boolean) =>
+    pool.broadcast(async (connection) => {
+      try {
+        return await connection.sendRawTransaction(bytes, { skipPreflight: !preflight, preflightCommitment: 'confirmed', maxRetries: 0 });
+      } catch (error) {
+        if (!(error instanceof SendTransactionError)) throw error;
+        const text = `${error.message}\n${(error.transactionError.logs ?? []).join('\n')}`;
+        const failure = classifyTransactionFailure(text, error);
+        if (failure) throw failure;
+        const first = VersionedTransaction.deserialize(bytes).signatures[0];
+        return bs58.encode(first ?? new Uint8Array(64));
+      }
+    });
+
+  /** A read during confirmation whose transport failed: unknown this time, asked again at the next poll. */
+  const orUnknown = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await fn();
+    } catch (error) {
+      // With every endpoint's breaker open the step waits; the resume finds the recorded transaction.
+      if (error instanceof NonRetriableError || (error instanceof TransientError && error.code === 'breaker_open')) throw error;
+      return undefined;
+    }
+  };
 
   return {
     kind: 'rpc',
     payer: options.payer,
     fees: options.fees,
-    getLatestBlockhash: () => call(() => connection.getLatestBlockhash('confirmed')),
+    getLatestBlockhash: () => read((c) => c.getLatestBlockhash('confirmed')),
     getBlockHeight,
-    sendRawTransaction: (bytes) =>
-      call(async () => {
-        try {
-          return await connection.sendRawTransaction(bytes, { preflightCommitment: 'confirmed' });
-        } catch (error) {
-          if (!(error instanceof SendTransactionError)) throw error;
-          const text = `${error.message}\n${(error.transactionError.logs ?? []).join('\n')}`;
-          const failure = classifyTransactionFailure(text, error);
-          if (failure) throw failure;
-          const first = VersionedTransaction.deserialize(bytes).signatures[0];
-          return bs58.encode(first ?? new Uint8Array(64));
-        }
-      }),
+    sendRawTransaction: (bytes) => send(bytes, true),
     getSignatureStatus,
-    async confirmTransaction(signature, lastValidBlockHeight, commitment = 'confirmed') {
+    async confirmTransaction(signature, lastValidBlockHeight, commitment = 'confirmed', confirm: ConfirmOptions = {}) {
       const deadline = options.clock.now() + (options.confirmTimeoutMs ?? 90_000);
+      let pollMs = firstPollMs;
+      let sentAt = options.clock.now();
       for (;;) {
-        const status = await getSignatureStatus(signature);
+        const status = await orUnknown(() => getSignatureStatus(signature));
         if (status?.err) throw new NonRetriableError('program_error', `transaction ${signature} failed: ${JSON.stringify(status.err)}`);
         if (status && RANK[status.status] >= RANK[commitment]) return;
-        if (!status && (await getBlockHeight()) > lastValidBlockHeight) {
-          // One last look: it may have landed in the final valid block.
-          if (await getSignatureStatus(signature)) continue;
-          throw new TransientError('blockhash_expired', `transaction ${signature} expired before landing`);
+        if (status === null) {
+          const height = await orUnknown(getBlockHeight);
+          if (height !== undefined && height > lastValidBlockHeight) {
+            // One last look: it may have landed in the final valid block.
+            if (await getSignatureStatus(signature)) continue;
+            throw new TransientError('blockhash_expired', `transaction ${signature} expired before landing`);
+          }
+          // Not seen: a leader may have dropped it. The same bytes again, never a new signature.
+          if (confirm.rebroadcast && options.clock.now() - sentAt >= rebroadcastMs) {
+            sentAt = options.clock.now();
+            await orUnknown(() => send(confirm.rebroadcast!, false));
+            logger.debug({ signature }, 'transaction not seen yet; sent again');
+          }
         }
         if (options.clock.now() > deadline) {
           throw new TransientError('confirm_timeout', `transaction ${signature} not ${commitment} in time`);
         }
         await sleep(pollMs);
+        pollMs = Math.min(2000, Math.round(pollMs * 1.5));
       }
     },
-    getAccountInfo: (pubkey, commitment) => call(() => connection.getAccountInfo(pubkey, commitment ?? 'confirmed')),
-    getBalance: (pubkey) => call(() => connection.getBalance(pubkey, 'confirmed')),
-    requestAirdrop: (pubkey, lamports) => call(() => connection.requestAirdrop(pubkey, Number(lamports))),
-    getMinimumBalanceForRentExemption: (size) => call(() => connection.getMinimumBalanceForRentExemption(size)),
+    getAccountInfo: (pubkey, commitment) => read((c) => c.getAccountInfo(pubkey, commitment ?? 'confirmed')),
+    getBalance: (pubkey) => read((c) => c.getBalance(pubkey, 'confirmed')),
+    // Not idempotent: one try, on the first endpoint whose breaker is not open.
+    requestAirdrop: (pubkey, lamports) => pool.once((c) => c.requestAirdrop(pubkey, Number(lamports))),
+    getMinimumBalanceForRentExemption: (size) => read((c) => c.getMinimumBalanceForRentExemption(size)),
     async isProgramExecutable(programId) {
-      const info = await call(() => connection.getAccountInfo(programId, 'confirmed'));
+      const info = await read((c) => c.getAccountInfo(programId, 'confirmed'));
       return info?.executable === true;
     },
     async probe() {
-      const [clockAccount, payerAccount] = await call(() =>
-        connection.getMultipleAccountsInfo([SYSVAR_CLOCK_PUBKEY, options.payer.publicKey], 'confirmed'),
+      // Every endpoint, each through its own breaker: the chain is down only when none answers.
+      const results = await Promise.allSettled(
+        pool.endpoints.map(async (endpoint): Promise<ChainProbe> => {
+          const [clockAccount, payerAccount] = await endpoint.breaker.call(() =>
+            endpoint.connection.getMultipleAccountsInfo([SYSVAR_CLOCK_PUBKEY, options.payer.publicKey], 'confirmed'),
+          );
+          if (!clockAccount) throw new TransientError('rpc_error', 'RPC returned no clock sysvar');
+          return { slot: Number(clockAccount.data.readBigUInt64LE(0)), unixTimestamp: Number(clockAccount.data.readBigInt64LE(32)), payerBalance: payerAccount?.lamports ?? 0 };
+        }),
       );
-      if (!clockAccount) throw new TransientError('rpc_error', 'RPC returned no clock sysvar');
-      return {
-        slot: Number(clockAccount.data.readBigUInt64LE(0)),
-        unixTimestamp: Number(clockAccount.data.readBigInt64LE(32)),
-        payerBalance: payerAccount?.lamports ?? 0,
-      };
+      results.forEach((r, i) => {
+        const endpoint = pool.endpoints[i]!;
+        lastProbe.set(endpoint.host, {
+          host: endpoint.host,
+          status: r.status === 'fulfilled' ? 'pass' : 'fail',
+          breaker: endpoint.breaker.state().state,
+          ...(r.status === 'rejected' ? { message: r.reason instanceof Error ? r.reason.message : String(r.reason) } : {}),
+        });
+      });
+      const answered = results.find((r): r is PromiseFulfilledResult<ChainProbe> => r.status === 'fulfilled');
+      if (answered) return answered.value;
+      const first = (results[0] as PromiseRejectedResult).reason as unknown;
+      throw pool.endpoints.length === 1 ? first : new TransientError('rpc_unavailable', `no RPC endpoint answers (${pool.endpoints.length} tried); primary: ${first instanceof Error ? first.message : String(first)}`);
     },
-    history: createRpcHistory(connection, breaker),
-    breakerState: () => breaker.state(),
+    endpointHealth: () => pool.endpoints.map((e) => lastProbe.get(e.host) ?? { host: e.host, status: 'fail', breaker: e.breaker.state().state, message: 'not probed yet' }),
+    history: createRpcHistory(read),
+    breakerState: () => pool.state(),
     async close() {
-      breaker.shutdown();
+      pool.shutdown();
       logger.debug('rpc backend closed');
     },
   };

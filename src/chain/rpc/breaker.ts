@@ -28,11 +28,14 @@ export interface RpcBreaker {
 export function createRpcBreaker(options: RpcBreakerOptions = {}): RpcBreaker {
   const resetTimeoutMs = options.resetTimeoutMs ?? 30_000;
   let openedAt = 0;
+  let lastFailure = '';
   const breaker = new CircuitBreaker(async (fn: () => Promise<unknown>) => {
     try {
       return await fn();
     } catch (error) {
-      throw classifyRpcError(error);
+      const failure = classifyRpcError(error);
+      lastFailure = failure.message;
+      throw failure;
     }
   }, {
     timeout: false,
@@ -52,7 +55,7 @@ export function createRpcBreaker(options: RpcBreakerOptions = {}): RpcBreaker {
         if ((error as { code?: string }).code === 'EOPENBREAKER') {
           // The next try is worth making once the breaker lets a trial call through.
           const retryAfterMs = Math.max(0, openedAt + resetTimeoutMs - Date.now());
-          throw new TransientError('breaker_open', 'RPC circuit breaker is open', { cause: error, retryAfterMs });
+          throw new TransientError('breaker_open', `RPC circuit breaker is open; last failure: ${lastFailure || 'unknown'}`, { cause: error, retryAfterMs });
         }
         throw classifyRpcError(error);
       }

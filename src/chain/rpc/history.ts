@@ -1,7 +1,6 @@
 import { PublicKey, type Connection, type GetProgramAccountsFilter } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { ChainHistory, HistoryTransaction, TokenBalance } from '../history.js';
-import type { RpcBreaker } from './breaker.js';
 
 type RpcTokenBalances = Array<{ accountIndex: number; mint: string; owner?: string | undefined; uiTokenAmount: { amount: string } }> | null | undefined;
 
@@ -10,19 +9,20 @@ const tokenBalances = (list: RpcTokenBalances): TokenBalance[] =>
 
 /**
  * The watcher's reads on any cluster: the `getSignaturesForAddress`/`getTransaction` cursor poller
- * at `finalized` (what is reported can never be rolled back), every call behind the RPC breaker.
+ * at `finalized` (what is reported can never be rolled back), every call through `read` (failover
+ * over the endpoints, each behind its breaker).
  */
-export function createRpcHistory(connection: Connection, breaker: RpcBreaker): ChainHistory {
-  const call = breaker.call;
+export function createRpcHistory(read: <T>(fn: (connection: Connection) => Promise<T>) => Promise<T>): ChainHistory {
+  const call = read;
   return {
     async signaturesForAddress(address, options) {
-      const list = await call(() =>
+      const list = await call((connection) =>
         connection.getSignaturesForAddress(new PublicKey(address), { until: options.until, before: options.before, limit: options.limit }, 'finalized'),
       );
       return list.map((s) => ({ signature: s.signature, slot: s.slot, err: s.err ?? null, blockTime: s.blockTime ?? null }));
     },
     async getTransaction(signature): Promise<HistoryTransaction | null> {
-      const tx = await call(() => connection.getTransaction(signature, { commitment: 'finalized', maxSupportedTransactionVersion: 0 }));
+      const tx = await call((connection) => connection.getTransaction(signature, { commitment: 'finalized', maxSupportedTransactionVersion: 0 }));
       if (!tx) return null;
       const loaded = tx.meta?.loadedAddresses;
       const keys = [
@@ -52,9 +52,9 @@ export function createRpcHistory(connection: Connection, breaker: RpcBreaker): C
         postBalances: tx.meta?.postBalances ?? [],
       };
     },
-    getAccountInfo: (pubkey) => call(() => connection.getAccountInfo(pubkey, 'finalized')),
+    getAccountInfo: (pubkey) => call((connection) => connection.getAccountInfo(pubkey, 'finalized')),
     async getProgramAccounts(programId, filters) {
-      const list = await call(() => connection.getProgramAccounts(programId, { commitment: 'finalized', filters: filters as GetProgramAccountsFilter[] }));
+      const list = await call((connection) => connection.getProgramAccounts(programId, { commitment: 'finalized', filters: filters as GetProgramAccountsFilter[] }));
       return list.map((entry) => ({ pubkey: entry.pubkey, account: entry.account }));
     },
   };

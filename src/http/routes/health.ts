@@ -58,5 +58,10 @@ export function createHealthRoutes(answer: HealthResponder): Hono<AppEnv> {
 }
 
 function withLabels(report: HealthReport, label: (host: string) => string): HealthReport {
-  return { ...report, circuitBreakers: Object.fromEntries(Object.entries(report.circuitBreakers).map(([host, b]) => [label(host), b])) };
+  const chain = report.checks.chain.endpoints ? { ...report.checks.chain, endpoints: report.checks.chain.endpoints.map((e) => ({ ...e, host: label(e.host) })) } : report.checks.chain;
+  return {
+    ...report,
+    checks: { ...report.checks, chain },
+    circuitBreakers: Object.fromEntries(Object.entries(report.circuitBreakers).map(([host, b]) => [label(host), b])),
+  };
 }
