@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
+import { Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
 import { startChainRpcServer, type ChainRpcServer } from '../../src/chain/embedded/rpcServer.js';
@@ -75,13 +75,22 @@ describe('launches against a cluster having a bad day', () => {
     }
   }
 
+  /** An API key of `acme` whose funding wallet holds 100 SOL on the chain (the owner pays its launches). */
+  async function fundedKey(t: TestService): Promise<string> {
+    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const res = await t.request('/api/funding', { key });
+    const { address } = ((await res.json()) as { funding: { address: string } }).funding;
+    await node.airdrop(new PublicKey(address), 100n * BigInt(LAMPORTS_PER_SOL));
+    return key;
+  }
+
   const eventsOf = (t: TestService, id: string) =>
     t.service.db.selectFrom('outbox_events').select(['event', 'sequence']).where('launch_id', '=', id).orderBy('sequence').execute();
 
   it(`completes 12 token-2022 launches through about one fault in six, none failed, every supply exact (seed ${SEED})`, async () => {
     const chaos = await proxy(BAD_DAY);
     const t = await service({ SOLANA_RPC_URL: chaos.url });
-    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const key = await fundedKey(t);
     const supplies = Array.from({ length: 12 }, (_, i) => ({ totalSupply: String(1000 + i * 37), decimals: i % 10 }));
     const ids: string[] = [];
     for (const s of supplies) ids.push(await t.createLaunch(key, launchBody(s)));
@@ -110,7 +119,7 @@ describe('launches against a cluster having a bad day', () => {
   it('loses seconds, not a blockhash lifetime, to sends a leader drops: the same bytes go out again every ~2 s', async () => {
     const chaos = await proxy({ droppedSend: 0.5 }, SEED + 1);
     const t = await service({ SOLANA_RPC_URL: chaos.url });
-    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const key = await fundedKey(t);
     const ids = [await t.createLaunch(key), await t.createLaunch(key)];
     const started = Date.now();
     t.service.runner.start();
@@ -130,7 +139,7 @@ describe('launches against a cluster having a bad day', () => {
   it('fails a launch whose fault outlasts LAUNCH_TRANSIENT_DEADLINE, with a message that says so, and waits before that', async () => {
     const chaos = await proxy();
     const t = await service({ SOLANA_RPC_URL: chaos.url, LAUNCH_TRANSIENT_DEADLINE: '4s', SOLANA_RPC_BREAKER_RESET: '1s' });
-    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const key = await fundedKey(t);
     const id = await t.createLaunch(key);
     chaos.setToxics({ unavailable: 1 });
     t.service.runner.start();
@@ -158,7 +167,7 @@ describe('launches against a cluster having a bad day', () => {
   it('rides out an RPC outage in the middle of 10 launches: all complete after it, none failed, each supply minted once; health fails during it and passes after', async () => {
     const chaos = await proxy();
     const t = await service({ SOLANA_RPC_URL: chaos.url, SOLANA_RPC_BREAKER_RESET: '2s', HEALTH_CACHE_MS: '0' });
-    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const key = await fundedKey(t);
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) ids.push(await t.createLaunch(key, launchBody({ totalSupply: String(5000 + i), decimals: 3 })));
     t.service.runner.start();
@@ -185,7 +194,7 @@ describe('launches against a cluster having a bad day', () => {
     const fallback = await proxy();
     primary.down();
     const t = await service({ SOLANA_RPC_URL: `${primary.url},${fallback.url}`, HEALTH_CACHE_MS: '0' });
-    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const key = await fundedKey(t);
     const ids = [await t.createLaunch(key), await t.createLaunch(key)];
     t.service.runner.start();
     const statuses = await settle(t, ids, 60_000);
