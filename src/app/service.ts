@@ -139,7 +139,7 @@ export async function createService(
       : noWakeups;
     closers.push(() => wakeups.close());
     const webhooks = createWebhookService({ db, clock, logger, config, secretBox, wakeups });
-    const funding = createFunding({ db, chain, secretBox, clock, logger, devAirdropLamports: config.funding.devAirdropLamports, operatorFeeLamports: 0 });
+    const funding = createFunding({ db, chain, secretBox, clock, logger, devAirdropLamports: config.funding.devAirdropLamports, onRefused: (reason) => metrics.countFundingRefused(reason), operatorFeeLamports: 0 });
     const runner = new LaunchRunner({
       db,
       clock,

@@ -31,6 +31,8 @@ export interface FundingDeps {
   devAirdropLamports: number;
   /** The operator's fee per launch (`LAUNCH_FEE_LAMPORTS`), part of every quote. */
   operatorFeeLamports: number;
+  /** A create was refused for its funds or a limit (counted by `/metrics`). */
+  onRefused?(reason: 'insufficient_funds' | 'funding_limit_exceeded'): void;
   /** Runs in the transaction that records a withdrawal (the composition root emits `funding.withdrawn`). */
   onWithdrawn?(trx: DbOrTx, withdrawal: { owner: string; address: string; to: string; lamports: number; signature: string }): Promise<void>;
 }
@@ -96,6 +98,11 @@ export function createFunding(deps: FundingDeps) {
     return row.withdrawing_lamports !== null && row.withdrawing_until !== null && Number(row.withdrawing_until) > now ? Number(row.withdrawing_lamports) : 0;
   }
 
+  function refused<E extends InsufficientFundsError | LimitExceededError>(error: E): E {
+    deps.onRefused?.(error.code as 'insufficient_funds' | 'funding_limit_exceeded');
+    return error;
+  }
+
   return {
     wallet,
     position,
@@ -154,37 +161,37 @@ export function createFunding(deps: FundingDeps) {
       const total = prepared.totalLamports;
       const resetsAt = iso(dayStartOf(now) + DAY_MS);
       if (limits.maxLamportsPerLaunch !== null && total > limits.maxLamportsPerLaunch) {
-        throw new LimitExceededError(`This launch needs ${total} lamports; the limit per launch is ${limits.maxLamportsPerLaunch}`, {
+        throw refused(new LimitExceededError(`This launch needs ${total} lamports; the limit per launch is ${limits.maxLamportsPerLaunch}`, {
           limit: 'maxLamportsPerLaunch',
           max: String(limits.maxLamportsPerLaunch),
           resetsAt: iso(now),
-        });
+        }));
       }
       if (limits.maxLamportsPerDay !== null || limits.maxLaunchesPerDay !== null) {
         const today = await dayUsage(trx, owner, dayStartOf(now));
         if (limits.maxLaunchesPerDay !== null && today.launches + 1 > limits.maxLaunchesPerDay) {
-          throw new LimitExceededError(`${today.launches} launches today; the limit is ${limits.maxLaunchesPerDay} a day`, {
+          throw refused(new LimitExceededError(`${today.launches} launches today; the limit is ${limits.maxLaunchesPerDay} a day`, {
             limit: 'maxLaunchesPerDay',
             max: String(limits.maxLaunchesPerDay),
             resetsAt,
-          });
+          }));
         }
         if (limits.maxLamportsPerDay !== null && today.lamports + total > limits.maxLamportsPerDay) {
-          throw new LimitExceededError(`Today's launches hold or spent ${today.lamports} lamports; this one needs ${total} more, over the daily limit of ${limits.maxLamportsPerDay}`, {
+          throw refused(new LimitExceededError(`Today's launches hold or spent ${today.lamports} lamports; this one needs ${total} more, over the daily limit of ${limits.maxLamportsPerDay}`, {
             limit: 'maxLamportsPerDay',
             max: String(limits.maxLamportsPerDay),
             resetsAt,
-          });
+          }));
         }
       }
       const held = (await reservedLamports(trx, owner, { spendsBefore: prepared.readAt - SPEND_SETTLE_MS })) + withdrawing(row, now);
       const available = Math.max(0, prepared.balanceLamports - held);
       if (total > available) {
-        throw new InsufficientFundsError(`The funding wallet ${row.address} has ${available} lamports available; this launch needs ${total}. Deposit to it and try again.`, {
+        throw refused(new InsufficientFundsError(`The funding wallet ${row.address} has ${available} lamports available; this launch needs ${total}. Deposit to it and try again.`, {
           requiredLamports: String(total),
           availableLamports: String(available),
           address: row.address,
-        });
+        }));
       }
       await insertEntry(trx, { owner, launchId, kind: 'reserve', lamports: total, now });
     },

@@ -4,7 +4,7 @@ import type { BreakerSource, HealthReport } from '../health/healthService.js';
 import type { Clock } from '../lib/clock.js';
 import { isPostgres } from '../db/dialect.js';
 import { createAppendCursor } from './appendCursor.js';
-import { countPendingDeliveries, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
+import { countPendingDeliveries, fundingTotals, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
 
 /** Where metrics that are not counted in-process come from. */
 export interface MetricsDeps {
@@ -19,12 +19,17 @@ export interface MetricsDeps {
 /** Every metric the service exports (README.md, Operations). The one module that defines metrics. */
 export interface Metrics {
   readonly registry: Registry;
+  /** Counts a launch create refused for its owner's funds or funding limits (per process). */
+  countFundingRefused(reason: FundingRefusal): void;
   /** Records one answered HTTP request; `route` is the matched pattern, never the raw path. */
   observeRequest(method: string, route: string, status: number, seconds: number): void;
   /** The Prometheus text exposition. */
   render(): Promise<string>;
   readonly contentType: string;
 }
+
+export type FundingRefusal = 'insufficient_funds' | 'funding_limit_exceeded';
+const FUNDING_REFUSALS: readonly FundingRefusal[] = ['insufficient_funds', 'funding_limit_exceeded'];
 
 const LAUNCH_EVENTS: Record<string, string> = {
   'launch.queued': 'queued',
@@ -142,6 +147,39 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     },
   });
 
+  // Totals over every owner, never labelled by owner. Reserved and spent are read from the ledger
+  // (they survive restarts); a refusal creates nothing, so it is counted where it is raised, per process.
+  let funds: Promise<{ reservedLamports: number; spentLamports: number }> | undefined;
+  const fundingOnce = () => {
+    // One ledger read serves both families of a scrape.
+    funds ??= fundingTotals(deps.db).finally(() => setImmediate(() => (funds = undefined)));
+    return funds;
+  };
+  new Gauge({
+    name: `${p}funding_reserved_lamports`,
+    help: 'Lamports held by open launch reservations (reserved less spent), over every owner',
+    registers: [registry],
+    async collect() {
+      this.set((await fundingOnce()).reservedLamports);
+    },
+  });
+  new Counter({
+    name: `${p}funding_spent_lamports_total`,
+    help: 'Lamports launches have spent from owners’ funding wallets (the ledger’s spend entries), over every owner',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      this.inc((await fundingOnce()).spentLamports);
+    },
+  });
+  const fundingRefused = new Counter({
+    name: `${p}funding_refused_total`,
+    help: 'Launch creates refused for insufficient_funds or funding_limit_exceeded (counted by this process since it started)',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  for (const reason of FUNDING_REFUSALS) fundingRefused.inc({ reason }, 0);
+
   const HEALTH_LEVEL = { healthy: 0, degraded: 1, unhealthy: 2 } as const;
   new Gauge({
     name: `${p}health_status`,
@@ -156,6 +194,9 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   return {
     registry,
     contentType: registry.contentType,
+    countFundingRefused(reason) {
+      fundingRefused.inc({ reason });
+    },
     observeRequest(method, route, status, seconds) {
       const m = KNOWN_METHODS.has(method) ? method : 'OTHER';
       requests.inc({ method: m, route, status: String(status) });

@@ -63,3 +63,19 @@ export async function watchLagMs(db: Db, now: number): Promise<number> {
   const due = rows[0]?.due;
   return due === null || due === undefined ? 0 : Math.max(0, now - Number(due));
 }
+
+/**
+ * Every owner's funds at once, from the ledger: what open reservations still hold (each launch
+ * reserved and not yet released, less what it spent) and everything launches have spent.
+ */
+export async function fundingTotals(db: Db): Promise<{ reservedLamports: number; spentLamports: number }> {
+  const { rows } = await sql<{ reserved: unknown; spent: unknown }>`
+    select
+      (select coalesce(sum(case when held > 0 then held else 0 end), 0) from (
+        select sum(case when kind = 'reserve' then lamports when kind = 'spend' then -lamports else 0 end) as held
+        from funding_ledger where launch_id is not null and kind in ('reserve', 'spend', 'release')
+        group by launch_id having sum(case when kind = 'release' then 1 else 0 end) = 0
+      ) open_reservations) as reserved,
+      (select coalesce(sum(lamports), 0) from funding_ledger where kind = 'spend') as spent`.execute(db);
+  return { reservedLamports: Number(rows[0]?.reserved ?? 0), spentLamports: Number(rows[0]?.spent ?? 0) };
+}
