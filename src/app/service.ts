@@ -150,6 +150,7 @@ export async function createService(
       // A completed launch gets its watches in the same transaction (docs/watcher.md).
       onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
       busy: () => webhooks.engine.loopLag.busy(),
+      completed: () => (watcher.wake(), wakeups.publish('watches')),
       leaseMs: config.runner.leaseMs,
       transientDeadlineMs: config.runner.transientDeadlineMs,
       // Every RPC endpoint's breaker open: hold launches rather than spend their tries on fast failures.
@@ -202,6 +203,8 @@ export async function createService(
     /** A launch was queued or re-queued: this instance's runner and, through the database, the others'. */
     const wakeLaunches = () => (launchRunner.wake(), wakeups.publish('launches'));
     wakeups.on('launches', () => launchRunner.wake());
+    // A completed launch's watches committed with it: every instance's watcher looks at once.
+    wakeups.on('watches', () => watcher.wake());
     const metrics = createMetrics({ db, clock, breakers: webhooks.breakers, health });
     const dashboard = createDashboardRoutes({
       db,

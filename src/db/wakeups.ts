@@ -11,7 +11,7 @@ import pg from 'pg';
  * being re-opened) costs at most one poll interval. On SQLite there is one process and wake-ups are
  * in-process already: {@link noWakeups}.
  */
-export type WakeKind = 'deliveries' | 'launches' | 'breakers';
+export type WakeKind = 'deliveries' | 'launches' | 'breakers' | 'watches';
 
 export interface Wakeups {
   /** Tells the other instances that `kind` work was committed (coalesced: at most one NOTIFY in flight per kind). */
@@ -31,7 +31,7 @@ export const noWakeups: Wakeups = {
 };
 
 export const WAKE_CHANNEL = 'launch_service_wake';
-const KINDS: readonly WakeKind[] = ['deliveries', 'launches', 'breakers'];
+const KINDS: readonly WakeKind[] = ['deliveries', 'launches', 'breakers', 'watches'];
 
 /** What the wake-ups log (pino's shape; `db/` sits beside `lib/` and does not import it). */
 export interface WakeupsLogger {

@@ -18,6 +18,8 @@ export interface LaunchRunnerOptions extends LaunchRunDeps {
   chainAvailable?: () => boolean;
   /** True while the event loop runs late: run one launch at a time, so requests (health first) get their turn. */
   busy?: () => boolean;
+  /** After a launch's completion committed (its watches with it): wakes the watchers. */
+  completed?: () => void;
 }
 
 /**
@@ -127,7 +129,10 @@ export class LaunchRunner {
       });
       // One line per finished launch, for whoever watches the log rather than the webhooks.
       const durationMs = this.options.clock.now() - launch.created_at;
-      if (outcome.kind === 'complete') logger.info({ durationMs, mint: outcome.mint }, 'launch complete');
+      if (outcome.kind === 'complete') {
+        logger.info({ durationMs, mint: outcome.mint }, 'launch complete');
+        this.options.completed?.();
+      }
       if (outcome.kind === 'failed') logger.warn({ durationMs, step: outcome.step, code: outcome.code }, 'launch failed');
       if (outcome.kind === 'retry') {
         await this.release(lease, Math.max(0, outcome.runAfter - this.leaseClock.now()));

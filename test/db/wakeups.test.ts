@@ -61,6 +61,10 @@ describe.skipIf(!onPostgres)('wake-ups over LISTEN/NOTIFY', () => {
     a.publish('deliveries');
     await bDeliveries.reached(1);
     expect(aDeliveries.count()).toBe(0);
+    const bWatches = counter();
+    b.on('watches', bWatches.handler);
+    a.publish('watches'); // a completed launch's watches: the other instances' watchers look at once
+    await bWatches.reached(1);
 
     // 200 publishes in one go: one NOTIFY in flight and one more queued, not 200 round trips.
     const before = bDeliveries.count();
