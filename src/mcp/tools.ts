@@ -37,6 +37,13 @@ const seg = (value: unknown) => encodeURIComponent(String(value));
 
 export const TOOLS: readonly ToolDefinition[] = [
   {
+    name: 'quote_launch',
+    description: 'What a launch would cost (rent, fees, the pool\'s SOL) and whether your funding wallet covers it, without launching (POST /api/launches/quote).',
+    inputSchema: { launch: z.record(z.string(), z.unknown()).describe('The launch request body (docs/api.md, "The launch request")') },
+    annotations: read,
+    rest: (args) => ({ method: 'POST', path: '/api/launches/quote', body: args.launch }),
+  },
+  {
     name: 'create_launch',
     description:
       'Launch a token (POST /api/launches). `launch` is the launch request of docs/api.md (name, ticker, totalSupply, creator, webhookUrl, webhookSecret, …). `idempotencyKey` is required: a retry with the same key and launch returns the first launch instead of launching twice.',
@@ -67,6 +74,13 @@ export const TOOLS: readonly ToolDefinition[] = [
     inputSchema: { launchId: id('launch'), ...page },
     annotations: read,
     rest: (args) => ({ method: 'GET', path: `/api/launches/${seg(args.launchId)}/events${query(args, ['limit', 'offset'])}` }),
+  },
+  {
+    name: 'get_funding',
+    description: 'Your funding wallet: its address, balance, what is reserved for launches in flight, and the latest ledger entries (GET /api/funding).',
+    inputSchema: {},
+    annotations: read,
+    rest: () => ({ method: 'GET', path: '/api/funding' }),
   },
   {
     name: 'send_test_webhook',

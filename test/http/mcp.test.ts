@@ -40,7 +40,7 @@ describe('the MCP server', () => {
     const key = await t.key('acme', ['launches:read', 'launches:write']);
     const client = await connectAs(key);
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['create_launch', 'create_webhook_endpoint', 'get_launch', 'list_launch_events', 'list_launches', 'list_webhook_endpoints', 'send_test_webhook']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['create_launch', 'create_webhook_endpoint', 'get_funding', 'get_launch', 'list_launch_events', 'list_launches', 'list_webhook_endpoints', 'quote_launch', 'send_test_webhook']);
     const create = tools.find((tool) => tool.name === 'create_launch')!;
     expect(create.inputSchema.required).toContain('idempotencyKey');
     expect(create.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true });
@@ -67,6 +67,13 @@ describe('the MCP server', () => {
     expect(events.structuredContent).toEqual(rest);
     const listed = (await client.callTool({ name: 'list_launches', arguments: {} })) as ToolAnswer;
     expect(listed.structuredContent.launches.map((l: { id: string }) => l.id)).toEqual([launchId]);
+    // The quote and the funding wallet answer as their REST routes do.
+    const quote = (await client.callTool({ name: 'quote_launch', arguments: { launch: launchBody() } })) as ToolAnswer;
+    const restQuote = await t.request('/api/launches/quote', { method: 'POST', key, json: launchBody() });
+    expect(quote.isError ?? false).toBe(restQuote.status >= 400);
+    expect(Object.keys(quote.structuredContent)).toEqual(Object.keys((await restQuote.json()) as object));
+    const funding = (await client.callTool({ name: 'get_funding', arguments: {} })) as ToolAnswer;
+    expect(funding.structuredContent).toEqual(await (await t.request('/api/funding', { key })).json());
   });
 
   it("refuses an unknown key, and answers refusals as tool errors with the envelope's code", async () => {
