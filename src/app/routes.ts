@@ -22,7 +22,7 @@ import { createLaunchRoutes } from '../http/routes/launches.js';
 import { createOpenApiRoutes } from '../http/routes/openapi.js';
 import { createWebhookEndpointRoutes } from '../http/routes/webhookEndpoints.js';
 import { createWebhookTestRoutes } from '../http/routes/webhooks.js';
-import type { LaunchRequest } from '../launches/request.js';
+import type { LaunchRequest, OperatorFee } from '../launches/request.js';
 import type { Clock } from '../lib/clock.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
 import type { WebhookEngine } from '../webhooks/engine.js';
@@ -82,6 +82,8 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
   checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
   /** Owners' funding wallets: every launch reserves its quote; `/funding` routes. */
   funding: Funding;
+  /** The operator's fee every new launch pays (LAUNCH_FEE_LAMPORTS). */
+  operatorFee?: OperatorFee | undefined;
 }
 
 /** Every route of the service. */
@@ -103,6 +105,7 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
         checkCapabilities: deps.checkCapabilities,
         maxLaunchesInFlight: limits.launchesInFlight,
         funding: deps.funding,
+        operatorFee: deps.operatorFee,
       }),
     ],
     ['/funding', createFundingRoutes({ db, funding: deps.funding, hashBody: (body) => requestHash(body, deps.requestHashKey) })],

@@ -139,7 +139,7 @@ export async function createService(
       : noWakeups;
     closers.push(() => wakeups.close());
     const webhooks = createWebhookService({ db, clock, logger, config, secretBox, wakeups });
-    const funding = createFunding({ db, chain, secretBox, clock, logger, devAirdropLamports: config.funding.devAirdropLamports, onRefused: (reason) => metrics.countFundingRefused(reason), operatorFeeLamports: 0 });
+    const funding = createFunding({ db, chain, secretBox, clock, logger, devAirdropLamports: config.funding.devAirdropLamports, onRefused: (reason) => metrics.countFundingRefused(reason) });
     const runner = new LaunchRunner({
       db,
       clock,
@@ -252,6 +252,7 @@ export async function createService(
         launchSignal: { notify: (handoff) => (webhooks.signal.notify(handoff), wakeLaunches()) },
         checkCapabilities: (request) => checkCapabilities(chain, request),
         funding,
+        operatorFee: config.funding.operatorFee,
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
         wakeRunner: wakeLaunches,
         ownerLimits: config.ownerLimits,

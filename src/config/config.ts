@@ -74,7 +74,11 @@ export interface Config {
    * Owners' funding wallets (docs/funding.md): FUNDING_DEV_AIRDROP, the SOL a new wallet gets from
    * the chain's faucet outside production (default 100, 0 off; never in production).
    */
-  funding: { devAirdropLamports: number };
+  funding: {
+    devAirdropLamports: number;
+    /** LAUNCH_FEE_LAMPORTS to LAUNCH_FEE_RECIPIENT: what every new launch pays the operator in its first transaction. */
+    operatorFee: { lamports: number; recipient: string } | undefined;
+  };
   /** Owner webhook endpoints (docs/webhooks.md): disabled after failing continuously this long. */
   endpoints: { disableAfterMs: number };
   /** Per-owner bounds (docs/architecture.md, "Limits and fairness"); over one: 409 limit_reached. */
@@ -163,6 +167,15 @@ function leaseVar(env: Env, name: string, fallback: number): number {
   const ms = durationVar(env, name, fallback);
   if (ms < 2000) throw new ConfigError(name, `must be at least 2s (the lease is renewed at most once a second), got ${ms}ms`);
   return ms;
+}
+
+/** LAUNCH_FEE_LAMPORTS (whole lamports, default 0: none) and LAUNCH_FEE_RECIPIENT (a base58 address, required with a fee). */
+function operatorFeeVar(env: Env): { lamports: number; recipient: string } | undefined {
+  const lamports = intVar(env, 'LAUNCH_FEE_LAMPORTS', 0, 0, 1_000_000_000_000);
+  if (lamports === 0) return undefined;
+  const recipient = (env.LAUNCH_FEE_RECIPIENT ?? '').trim();
+  if (!/^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(recipient)) throw new ConfigError('LAUNCH_FEE_RECIPIENT', 'must be the base58 address that receives LAUNCH_FEE_LAMPORTS');
+  return { lamports, recipient };
 }
 
 /** A decimal SOL amount (at most 9 decimals, at most 1 000 000 SOL) as lamports. */
@@ -365,7 +378,7 @@ export function loadConfig(env: Env = process.env): Config {
       failureThreshold: intVar(env, 'BREAKER_FAILURE_THRESHOLD', 3, 1, 1000),
       resetTimeoutMs: durationVar(env, 'BREAKER_RESET_TIMEOUT', 5 * 60_000),
     },
-    funding: { devAirdropLamports: production ? 0 : solVar(env, 'FUNDING_DEV_AIRDROP', 100) },
+    funding: { devAirdropLamports: production ? 0 : solVar(env, 'FUNDING_DEV_AIRDROP', 100), operatorFee: operatorFeeVar(env) },
     endpoints: { disableAfterMs: durationVar(env, 'ENDPOINT_DISABLE_AFTER', 5 * 86_400_000) },
     ownerLimits: {
       endpoints: intVar(env, 'MAX_ENDPOINTS_PER_OWNER', DEFAULT_OWNER_LIMITS.endpoints, 1, 100_000),

@@ -12,7 +12,7 @@ import type { FundingEntryRow, FundingWalletRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { ConflictError, InsufficientFundsError, InvalidInputError, LimitExceededError, UnavailableError, UnprocessableError } from '../lib/errors.js';
 import { closeReservation, dayUsage, insertEntry, launchReservation, recordedSpends, reservedLamports, withdrawalByKey } from './ledger.js';
-import { launchCosts, presentQuote, quoteTotal, type LaunchQuote } from './quote.js';
+import { launchCosts, presentQuote, type LaunchQuote } from './quote.js';
 import { limitsOf, writeLimits, type FundingLimits } from './limits.js';
 import { ensureWallet, findWallet, walletSeed, walletSigner } from './wallets.js';
 
@@ -29,8 +29,6 @@ export interface FundingDeps {
   logger: Logger;
   /** Lamports airdropped to a new wallet from the chain's faucet (outside production only); 0 for none. */
   devAirdropLamports: number;
-  /** The operator's fee per launch (`LAUNCH_FEE_LAMPORTS`), part of every quote. */
-  operatorFeeLamports: number;
   /** A create was refused for its funds or a limit (counted by `/metrics`). */
   onRefused?(reason: 'insufficient_funds' | 'funding_limit_exceeded'): void;
   /** Runs in the transaction that records a withdrawal (the composition root emits `funding.withdrawn`). */
@@ -135,7 +133,7 @@ export function createFunding(deps: FundingDeps) {
       const row = await wallet(owner);
       const costs = await launchCosts(chain, plan, steps, new PublicKey(row.address));
       const { available } = await position(row);
-      return presentQuote(costs, deps.operatorFeeLamports, available);
+      return presentQuote(costs, available);
     },
 
     /** Before a create's transaction: the quote's total and the balance it is checked against. */
@@ -144,7 +142,7 @@ export function createFunding(deps: FundingDeps) {
       const costs = await launchCosts(chain, plan, steps, new PublicKey(row.address));
       const readAt = clock.now();
       const balanceLamports = await chain.getBalance(new PublicKey(row.address));
-      return { wallet: row, totalLamports: quoteTotal(costs, deps.operatorFeeLamports), balanceLamports, readAt };
+      return { wallet: row, totalLamports: costs.totalLamports, balanceLamports, readAt };
     },
 
     /**

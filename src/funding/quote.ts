@@ -24,14 +24,9 @@ export function launchCosts(chain: ChainBackend, plan: LaunchPlan, steps: readon
   return planLaunchCosts(chain, plan, steps, payer, DEFAULT_PROGRAM_IDS);
 }
 
-/** Total a launch reserves: its costs plus the operator's fee. */
-export function quoteTotal(costs: LaunchCosts, operatorFeeLamports: number): number {
-  return costs.totalLamports + operatorFeeLamports;
-}
-
 /** The API's quote from the planned costs and what the owner has available. */
-export function presentQuote(costs: LaunchCosts, operatorFeeLamports: number, availableLamports: number): LaunchQuote {
-  const total = quoteTotal(costs, operatorFeeLamports);
+export function presentQuote(costs: LaunchCosts, availableLamports: number): LaunchQuote {
+  const total = costs.totalLamports;
   const shortfall = Math.max(0, total - availableLamports);
   return {
     accounts: costs.steps.flatMap((s) =>
@@ -42,7 +37,7 @@ export function presentQuote(costs: LaunchCosts, operatorFeeLamports: number, av
     feeLamports: String(costs.feeLamports),
     priorityFeeLamports: String(costs.priorityFeeLamports),
     poolQuoteLamports: String(costs.poolQuoteLamports),
-    operatorFeeLamports: String(operatorFeeLamports),
+    operatorFeeLamports: String(costs.operatorFeeLamports),
     totalLamports: String(total),
     availableLamports: String(Math.max(0, availableLamports)),
     sufficient: shortfall === 0,

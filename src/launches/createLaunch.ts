@@ -7,7 +7,7 @@ import { LimitReachedError } from '../lib/errors.js';
 import { newSortableId } from '../lib/ids.js';
 import { newHandoff, recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
 import type { LaunchRequest } from './request.js';
-import { storedRequest } from './request.js';
+import { storedRequest, type OperatorFee } from './request.js';
 import { stepsFor } from './steps.js';
 import { insertLaunch } from './store.js';
 
@@ -16,6 +16,8 @@ export interface CreateLaunchDeps {
   clock: Clock;
   secretBox: SecretBox;
   signal: OutboxSignal;
+  /** The operator's fee every new launch pays in its first transaction (docs/funding.md). */
+  operatorFee?: OperatorFee | undefined;
   /** MAX_LAUNCHES_IN_FLIGHT_PER_OWNER (default {@link DEFAULT_OWNER_LIMITS}). */
   maxLaunchesInFlight?: number;
 }
@@ -58,7 +60,7 @@ export async function createLaunch(
     await insertLaunch(trx, {
       id,
       owner: args.owner,
-      request: JSON.stringify(storedRequest(args.request)),
+      request: JSON.stringify(storedRequest(args.request, deps.operatorFee)),
       webhookUrl: args.request.webhookUrl,
       webhookSecretEnc: deps.secretBox.seal(args.request.webhookSecret),
       requestId: args.requestId,

@@ -2,7 +2,8 @@ import type { LaunchPlan } from '../chain/steps/types.js';
 
 /** Rebuilds the chain plan from a launch's stored (validated) request. */
 export function planFromRequest(launchId: string, request: Record<string, unknown>): LaunchPlan {
-  const r = request as unknown as Omit<LaunchPlan, 'launchId' | 'totalSupply'> & { totalSupply: string };
+  const r = request as unknown as Omit<LaunchPlan, 'launchId' | 'totalSupply' | 'operatorFee'> & { totalSupply: string };
+  const fee = request.operatorFee as { lamports: string; recipient: string } | undefined;
   return {
     launchId,
     name: r.name,
@@ -17,5 +18,6 @@ export function planFromRequest(launchId: string, request: Record<string, unknow
     ...(r.vesting ? { vesting: r.vesting } : {}),
     ...(r.dao ? { dao: r.dao } : {}),
     ...(r.pool ? { pool: r.pool } : {}),
+    ...(fee ? { operatorFee: { lamports: Number(fee.lamports), recipient: fee.recipient } } : {}),
   };
 }

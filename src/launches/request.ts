@@ -188,9 +188,20 @@ function withArticle(type: string): string {
 }
 
 /** The stored form of a request: JSON-safe, without the webhook secret. */
-export function storedRequest(req: LaunchRequest): Record<string, unknown> {
+export function storedRequest(req: LaunchRequest, operatorFee?: OperatorFee): Record<string, unknown> {
   const { webhookSecret: _secret, totalSupply, ...rest } = req;
-  return { ...rest, totalSupply: totalSupply.toString() };
+  const fee = operatorFee && operatorFee.lamports > 0 ? { operatorFee: { lamports: String(operatorFee.lamports), recipient: operatorFee.recipient } } : {};
+  return { ...rest, totalSupply: totalSupply.toString(), ...fee };
+}
+
+/**
+ * The operator's fee per launch (`LAUNCH_FEE_LAMPORTS` to `LAUNCH_FEE_RECIPIENT`). Stored with the
+ * launch when it is created (and shown in it), so a launch pays what its quote said even if the
+ * configuration changes before it runs.
+ */
+export interface OperatorFee {
+  lamports: number;
+  recipient: string;
 }
 
 function isPubkey(value: string): boolean {

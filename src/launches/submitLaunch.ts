@@ -89,7 +89,7 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
   async function validateAndCreate(input: SubmitLaunchInput, key: string | undefined, onCommit?: () => void): Promise<string> {
     const request = await validateLaunchRequest(deps, input.body, input.logger);
     const prepared = deps.funding
-      ? await deps.funding.prepare(input.owner, planFromRequest('quote', storedRequest(request)), stepsFor(request)).catch((error: unknown) => {
+      ? await deps.funding.prepare(input.owner, planFromRequest('quote', storedRequest(request, deps.operatorFee)), stepsFor(request)).catch((error: unknown) => {
           input.logger.warn({ err: error }, 'funding check failed');
           throw new UnavailableError('The chain could not be reached to read the funding wallet; retry with the same Idempotency-Key', 5);
         })
@@ -140,11 +140,11 @@ export async function validateLaunchRequest(
 
 /** `POST /api/launches/quote`: the launch body validated as create does, priced against the owner's wallet; creates nothing. */
 export async function quoteLaunch(
-  deps: Pick<SubmitLaunchDeps, 'production' | 'checkCapabilities'> & { funding: Pick<Funding, 'quote'> },
+  deps: Pick<SubmitLaunchDeps, 'production' | 'checkCapabilities' | 'operatorFee'> & { funding: Pick<Funding, 'quote'> },
   input: { owner: string; body: unknown; logger: Logger },
 ): Promise<LaunchQuote> {
   const request = await validateLaunchRequest(deps, input.body, input.logger);
-  return deps.funding.quote(input.owner, planFromRequest('quote', storedRequest(request)), stepsFor(request)).catch((error: unknown) => {
+  return deps.funding.quote(input.owner, planFromRequest('quote', storedRequest(request, deps.operatorFee)), stepsFor(request)).catch((error: unknown) => {
     if (error instanceof DomainError) throw error;
     input.logger.warn({ err: error }, 'quote failed');
     throw new UnavailableError('The chain could not be reached to price this launch; retry in a moment', 5);

@@ -181,6 +181,31 @@ describe('funding wallets', () => {
   });
 });
 
+describe('the operator fee', () => {
+  it('charges LAUNCH_FEE_LAMPORTS to its recipient in the launch’s first transaction, in the quote and the reservation', async () => {
+    const recipient = Keypair.generate().publicKey.toBase58();
+    t = await startTestService({ env: { LAUNCH_FEE_LAMPORTS: '25000000', LAUNCH_FEE_RECIPIENT: recipient } });
+    const acme = await t.key('acme', [...WRITE]);
+    const quoted = await quote(acme, launchBody());
+    expect(quoted.operatorFeeLamports).toBe('25000000');
+    const id = await t.createLaunch(acme);
+    await t.service.runner.drain();
+    const launch = (await (await t.request(`/api/launches/${id}`, { key: acme })).json()) as { launch: { status: string; operatorFee: unknown; steps: Array<{ transactions: Array<{ signature: string }> }> } };
+    expect(launch.launch.status).toBe('complete');
+    expect(launch.launch.operatorFee).toEqual({ lamports: '25000000', recipient });
+    expect(await balanceOf(recipient)).toBe(25_000_000);
+    // Paid in the mint's transaction, by the owner's wallet.
+    const first = await t.service.chain.history.getTransaction(launch.launch.steps[0]!.transactions[0]!.signature);
+    expect(first!.accountKeys).toContain(recipient);
+    const after = await funding(acme);
+    expect(100 * SOL - Number(after.balanceLamports)).toBe(Number(quoted.totalLamports));
+  });
+
+  it('refuses to start with a fee and no valid recipient', async () => {
+    await expect(startTestService({ env: { LAUNCH_FEE_LAMPORTS: '1000', LAUNCH_FEE_RECIPIENT: 'nobody' } })).rejects.toThrow(/LAUNCH_FEE_RECIPIENT/);
+  });
+});
+
 describe('withdrawals', () => {
   it('needs funds:withdraw, which admin does not imply', async () => {
     t = await startTestService();

@@ -28,6 +28,10 @@ export const createMint: StepExecutor = async (ctx) => {
     const ixs: TransactionInstruction[] = [
       SystemProgram.createAccount({ fromPubkey: payer, newAccountPubkey: mint, space, lamports: rentLamports, programId }),
     ];
+    // The operator's fee rides in the launch's first transaction: paid exactly once, with the mint.
+    if (plan.operatorFee && plan.operatorFee.lamports > 0) {
+      ixs.push(SystemProgram.transfer({ fromPubkey: payer, toPubkey: new PublicKey(plan.operatorFee.recipient), lamports: plan.operatorFee.lamports }));
+    }
     if (is2022) ixs.push(createInitializeMetadataPointerInstruction(mint, creator, mint, programId));
     ixs.push(createInitializeMint2Instruction(mint, plan.decimals, payer, payer, programId));
     if (is2022) {
@@ -41,7 +45,7 @@ export const createMint: StepExecutor = async (ctx) => {
     type: 'mint',
     instructions,
     signers: [keys.mint],
-    rentLamports,
+    rentLamports: rentLamports + (plan.operatorFee?.lamports ?? 0),
     postcondition: () => mintCreated(ctx),
   });
   return { result: { mint: mint.toBase58() }, transactions: sent ? [{ type: sent.type, signature: sent.signature }] : [] };

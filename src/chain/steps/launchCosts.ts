@@ -48,7 +48,9 @@ export interface LaunchCosts {
   priorityFeeLamports: number;
   poolQuoteLamports: number;
   rentLamports: number;
-  /** Everything the payer must hold for the launch: rent, fees, the pool's SOL and fee. */
+  /** The operator's fee (`LAUNCH_FEE_LAMPORTS`), paid in the first transaction. */
+  operatorFeeLamports: number;
+  /** Everything the payer must hold for the launch: rent, fees, the pool's SOL and fee, the operator's fee. */
   totalLamports: number;
 }
 
@@ -88,7 +90,7 @@ export async function planLaunchCosts(
   for (const step of steps) {
     switch (step) {
       case 'create_mint':
-        costs.push({ step, accounts: [await account('mint', mintFundedSize(plan).funded)], signatures: 2, otherLamports: 0 });
+        costs.push({ step, accounts: [await account('mint', mintFundedSize(plan).funded)], signatures: 2, otherLamports: plan.operatorFee?.lamports ?? 0 });
         break;
       case 'create_metadata':
         // Token-2022 writes its metadata in create_mint; this step only checks it then.
@@ -154,6 +156,7 @@ export async function planLaunchCosts(
     priorityFeeLamports,
     poolQuoteLamports,
     rentLamports,
+    operatorFeeLamports: plan.operatorFee && steps.includes('create_mint') ? plan.operatorFee.lamports : 0,
     totalLamports: rentLamports + feeLamports + priorityFeeLamports + other,
   };
 }

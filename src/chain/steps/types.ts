@@ -27,6 +27,8 @@ export interface LaunchPlan {
   dao?: { name: string; votingPeriodSeconds: number; quorumPercent: number };
   /** quoteAmount: decimal SOL. */
   pool?: { quoteMint: string; quoteAmount: string };
+  /** The operator's fee, paid to `recipient` in the launch's first transaction (fixed when the launch was created). */
+  operatorFee?: { lamports: number; recipient: string };
 }
 
 /** A signed transaction recorded before it is sent (docs/api.md). */
