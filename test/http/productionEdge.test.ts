@@ -1,3 +1,4 @@
+import { PublicKey } from '@solana/web3.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import type { BreakerRegistry } from '../../src/webhooks/breakerRegistry.js';
@@ -19,6 +20,9 @@ beforeAll(async () => {
   t = await startTestService({ env: PRODUCTION });
   key = await t.key('acme', ['launches:write', 'launches:read']);
   admin = await t.key('ops', ['admin']);
+  // Production airdrops nothing: the owner funds its wallet (docs/funding.md).
+  const { funding } = (await (await t.request('/api/funding', { key })).json()) as { funding: { address: string } };
+  await t.service.chain.requestAirdrop!(new PublicKey(funding.address), 10_000_000_000n);
 });
 afterAll(async () => {
   await t?.close();
