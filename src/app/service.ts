@@ -1,3 +1,4 @@
+import { PublicKey } from '@solana/web3.js';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { CompiledQuery, sql } from 'kysely';
@@ -219,6 +220,7 @@ export async function createService(
       maxRedeliveries: config.ownerLimits.redeliveries,
       bodyLimitBytes: config.bodyLimitBytes,
       signInLimiter: createRateLimiter({ db, clock, logger, limit: config.ops.dashboardSignInPerMinute }),
+      balanceOf: (address) => chain.getBalance(new PublicKey(address)),
       deadLetters: {
         db,
         clock,

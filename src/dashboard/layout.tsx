@@ -13,8 +13,8 @@ main{padding:1rem;max-width:1200px;margin:0 auto}h1{font-size:1.3rem;margin:.2re
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35rem .6rem;border-bottom:1px solid #edf0f4;vertical-align:top}th{background:#fafbfc;font-weight:600;white-space:nowrap}
 .mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px;word-break:break-all}pre{white-space:pre-wrap;word-break:break-all;margin:0;max-height:16rem;overflow:auto;font-size:12px}
 .badge{display:inline-block;padding:0 .45rem;border-radius:9px;font-size:12px;font-weight:600;background:#e6e9ef}
-.ok,.complete,.delivered,.closed,.pass,.healthy,.success{background:#dff3e4;color:#17692e}.failed,.open,.fail,.unhealthy,.failure{background:#fbe0e0;color:#a11c1c}
-.pending,.queued,.processing,.half-open,.degraded,.running,.waiting,.retried{background:#fff2cc;color:#7a5a00}.blocked,.paused{background:#fde2c8;color:#8a4b00}.canceled{background:#eceef2;color:#5b6578}
+.ok,.complete,.deposit,.delivered,.closed,.pass,.healthy,.success{background:#dff3e4;color:#17692e}.failed,.open,.fail,.unhealthy,.failure{background:#fbe0e0;color:#a11c1c}
+.pending,.queued,.reserve,.processing,.half-open,.degraded,.running,.waiting,.retried{background:#fff2cc;color:#7a5a00}.blocked,.paused{background:#fde2c8;color:#8a4b00}.canceled{background:#eceef2;color:#5b6578}
 form.inline{display:inline}button,.button{font:inherit;padding:.25rem .7rem;border:1px solid #b8c0ce;border-radius:4px;background:#fff;cursor:pointer}
 .filters{display:flex;flex-wrap:wrap;gap:.5rem;align-items:end;margin-bottom:.7rem}.filters label{display:flex;flex-direction:column;font-size:12px;color:#5b6578}
 input,select{font:inherit;padding:.25rem .4rem;border:1px solid #b8c0ce;border-radius:4px}.pager{margin:.6rem 0;display:flex;gap:1rem}
@@ -42,6 +42,7 @@ const NAV: Array<[string, string, boolean]> = [
   ['/dashboard', 'Overview', false],
   ['/dashboard/launches', 'Launches', false],
   ['/dashboard/deliveries', 'Deliveries', false],
+  ['/dashboard/funding', 'Funding', false],
   ['/dashboard/dead-letters', 'Dead letters', true],
   ['/dashboard/breakers', 'Breakers', true],
 ];

@@ -24,6 +24,7 @@ import { LaunchPage, loadLaunch } from './launch.js';
 import { LAUNCH_STATUSES, LaunchesPage, listLaunchesPage } from './launches.js';
 import { OverviewPage, loadOverview } from './overview.js';
 import { formBodyGuard } from './formGuard.js';
+import { FundingPage, loadFunding } from './funding.js';
 import { canSee } from './scope.js';
 import { createSession, deleteSession, findSession, newToken, sameToken, type DashboardUser } from './session.js';
 import { MessagePage, SignInPage } from './signIn.js';
@@ -50,6 +51,10 @@ export interface DashboardDeps {
   signInLimiter?: SignInLimiter;
   /** The dead-letter retry's collaborators (the same the API's retry uses). */
   deadLetters: DeadLetterRetryDeps;
+  /** A funding wallet's balance read from the chain (none: balances show as unavailable). */
+  balanceOf?(address: string): Promise<number>;
+  /** How long the funding page waits for a balance before it shows "unavailable" (default 1500 ms). */
+  balanceTimeoutMs?: number;
 }
 
 /** The part of the API's request limiter sign-in uses. */
@@ -209,6 +214,12 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
     const [data, health] = await Promise.all([loadOverview(deps.db, user(c), deps.clock.now()), deps.health()]);
     const breakers = user(c).isAdmin ? listBreakers(deps.breakers.list()) : [];
     return page(c, 'Overview', '/dashboard', <OverviewPage user={user(c)} data={data} health={health} breakers={breakers} />);
+  });
+
+  app.get('/funding', async (c) => {
+    const balanceOf = deps.balanceOf ?? (() => Promise.reject(new Error('no chain')));
+    const data = await loadFunding(deps.db, user(c), balanceOf, deps.balanceTimeoutMs ?? 1500);
+    return page(c, 'Funding', '/dashboard/funding', <FundingPage user={user(c)} data={data} cluster={deps.explorerCluster} />);
   });
 
   app.get('/launches', async (c) => {

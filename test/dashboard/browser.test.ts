@@ -364,6 +364,40 @@ describe.skipIf(chromiumMissing !== undefined)(`the dashboard in a real Chromium
     await context.close();
   });
 
+  it('shows each owner’s funding card: the admin every owner’s, an owner key only its own, with the balance on chain and the ledger', async () => {
+    const account = async (key: string) =>
+      (JSON.parse((await http.send('GET', '/api/funding', { headers: { authorization: `Bearer ${key}` } })).text) as { funding: { address: string; balanceLamports: string; reservedLamports: string } }).funding;
+    const acme = await account(keys.acme);
+    const beta = await account(keys.beta);
+    const context = await browser.newContext({ baseURL: http.origin, viewport: { width: 1280, height: 800 } });
+
+    const admin = await signIn(context, keys.admin);
+    await admin.goto('/dashboard/funding');
+    const owners = await admin.locator('section.funding').evaluateAll((els) => els.map((e) => e.getAttribute('data-owner')));
+    expect(owners).toEqual(expect.arrayContaining(['acme', 'beta']));
+    const card = admin.locator('section.funding[data-owner=acme]');
+    expect(await card.locator('[data-field=address] .addr').textContent()).toBe(acme.address);
+    expect(await card.locator('[data-field=address] a').getAttribute('href')).toContain(`/address/${acme.address}?cluster=`);
+    const balance = card.locator('[data-field=balance] abbr');
+    expect(await balance.getAttribute('title')).toBe(`${Number(acme.balanceLamports).toLocaleString('en-US')} lamports`);
+    expect(await balance.textContent()).toMatch(/^[\d.]+ SOL$/);
+    // acme's launches reserved and spent: the ledger lists them with a link to the launch and its signature.
+    const ledger = card.locator('table.ledger');
+    expect(await ledger.locator('td .badge').allTextContents()).toEqual(expect.arrayContaining(['reserve', 'spend']));
+    expect(await ledger.locator(`a[href^="/dashboard/launches/lch_"]`).count()).toBeGreaterThan(0);
+    expect(await ledger.locator('a[href*="/tx/"]').count()).toBeGreaterThan(0);
+    await admin.screenshot({ path: join(shots, 'funding.png'), fullPage: true });
+    await context.close();
+
+    const own = await browser.newContext({ baseURL: http.origin, viewport: { width: 1280, height: 800 } });
+    const mine = await signIn(own, keys.beta);
+    await mine.goto('/dashboard/funding');
+    expect(await mine.locator('section.funding').evaluateAll((els) => els.map((e) => e.getAttribute('data-owner')))).toEqual(['beta']);
+    expect(await mine.content()).not.toContain(acme.address);
+    expect(await mine.locator('section.funding [data-field=address] .addr').textContent()).toBe(beta.address);
+    await own.close();
+  });
+
   it('every page at 1280 px and at 390 px: nothing scrolls sideways, a screenshot of each', async () => {
     const pages: Array<[string, string]> = [
       ['overview', '/dashboard'],
@@ -374,6 +408,7 @@ describe.skipIf(chromiumMissing !== undefined)(`the dashboard in a real Chromium
       ['deliveries', '/dashboard/deliveries'],
       ['dead-letters', '/dashboard/dead-letters'],
       ['breakers', '/dashboard/breakers'],
+      ['funding', '/dashboard/funding'],
     ];
     for (const width of [1280, 390]) {
       const context = await browser.newContext({ baseURL: http.origin, viewport: { width, height: width === 390 ? 844 : 800 }, isMobile: width === 390 });
