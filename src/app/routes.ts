@@ -49,7 +49,7 @@ export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
   const { db, clock, engine } = deps;
   const limits = deps.ownerLimits ?? DEFAULT_OWNER_LIMITS;
   return [
-    ['/', createWebhookTestRoutes({ clock, client: engine.client, breakers: engine.breakers, testSecret: deps.testSecret })],
+    ['/', createWebhookTestRoutes({ db, clock, client: engine.client, breakers: engine.breakers, testSecret: deps.testSecret })],
     ['/', createDeliveryRoutes({ db, clock, signal: engine.signal, maxRedeliveries: limits.redeliveries })],
     ['/', createBreakerRoutes({ db, breakers: engine.breakers, signal: engine.signal })],
     [

@@ -206,7 +206,9 @@ export async function createService(
     wakeups.on('launches', () => launchRunner.wake());
     // A completed launch's watches committed with it: every instance's watcher looks at once.
     wakeups.on('watches', () => watcher.wake());
-    const metrics = createMetrics({ db, clock, breakers: webhooks.breakers, health });
+    // Production shows customers' webhook hosts to nobody but admins: health and metrics label them with a keyed hash.
+    const hostLabel = config.production ? createHostLabeler(config.secretKey) : undefined;
+    const metrics = createMetrics({ db, clock, breakers: webhooks.breakers, health, hostLabel });
     const dashboard = createDashboardRoutes({
       db,
       clock,
@@ -234,7 +236,7 @@ export async function createService(
       },
     });
     const limiter = createRateLimiter({ db, clock, logger, limit: config.rateLimitPerMinute });
-    const healthAnswer = createHealthResponder({ check: health, hostLabel: config.production ? createHostLabeler(config.secretKey) : undefined });
+    const healthAnswer = createHealthResponder({ check: health, hostLabel });
     const app = createApp({
       db,
       logger,
@@ -261,7 +263,7 @@ export async function createService(
       }),
       observe: observeRequests(metrics),
       pages: [
-        ['/metrics', createMetricsRoutes({ metrics, token: config.ops.metricsToken })],
+        ['/metrics', createMetricsRoutes({ metrics, token: config.ops.metricsToken, production: config.production })],
         ['/dashboard', dashboard],
       ],
     });

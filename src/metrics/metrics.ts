@@ -14,6 +14,8 @@ export interface MetricsDeps {
   clock?: Clock;
   /** The shared health report (the same one /api/health serves). */
   health?: () => Promise<HealthReport>;
+  /** The label a host gets in `breaker_not_closed` (production: health's hashed label); none: the host name. */
+  hostLabel?: (host: string) => string;
 }
 
 /** Every metric the service exports (README.md, Operations). The one module that defines metrics. */
@@ -135,7 +137,8 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     registers: [registry],
     collect() {
       this.reset();
-      for (const [host, b] of Object.entries(deps.breakers.snapshot())) if (b.state !== 'closed') this.set({ host, state: b.state }, 1);
+      const label = deps.hostLabel ?? ((host: string) => host);
+      for (const [host, b] of Object.entries(deps.breakers.snapshot())) if (b.state !== 'closed') this.set({ host: label(host), state: b.state }, 1);
     },
   });
   new Gauge({

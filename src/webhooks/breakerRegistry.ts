@@ -154,6 +154,9 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
   const log = deps.logger.child({ component: 'webhook-breakers' });
 
   const get = (endpoint: string) => entries.get(endpoint)?.state ?? initialBreakerState;
+  // When each copy was last taken (a counter), so a sync drops only rows gone before it began.
+  let remembered = 0;
+  const rememberedAt = new Map<string, number>();
 
   function circuit(endpoint: string) {
     let cb = circuits.get(endpoint);
@@ -183,6 +186,7 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
     const prev = entries.get(endpoint) ?? noRow();
     if (prev.version > next.version) return;
     entries.set(endpoint, next);
+    rememberedAt.set(endpoint, ++remembered);
     if (prev.state.state !== next.state.state) {
       const cb = circuit(endpoint);
       if (next.state.state === 'open') cb.open();
@@ -220,6 +224,7 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
       if (e.state.state !== 'closed' || e.state.failures > 0 || trials.has(endpoint)) continue;
       if (now - (lastUsed.get(endpoint) ?? -Infinity) < idleEvictMs) continue;
       entries.delete(endpoint);
+      rememberedAt.delete(endpoint);
       circuits.get(endpoint)?.shutdown();
       circuits.delete(endpoint);
       lastUsed.delete(endpoint);
@@ -269,12 +274,22 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
   const registry: BreakerRegistry = {
     load() {
       if (loaded && !stale && deps.clock.now() - lastSync < syncMs) return Promise.resolve();
+      const readFrom = remembered;
       syncing ??= loadBreakers(deps.db)
         .then((rows) => {
           for (const [endpoint, row] of rows) {
             // A closed, failure-free breaker we do not hold says nothing a missing one does not.
             if (!entries.has(endpoint) && row.state.state === 'closed' && row.state.failures === 0) continue;
             remember(endpoint, row);
+          }
+          // A row that is gone (its endpoint was deleted) is no breaker any more: not listed, not
+          // holding anything back. A copy taken after this read began may be a row it missed: kept.
+          for (const endpoint of [...entries.keys()]) {
+            if (rows.has(endpoint) || trials.has(endpoint) || (rememberedAt.get(endpoint) ?? 0) > readFrom) continue;
+            entries.delete(endpoint);
+            rememberedAt.delete(endpoint);
+            circuits.get(endpoint)?.shutdown();
+            circuits.delete(endpoint);
           }
           loaded = true;
           stale = false;

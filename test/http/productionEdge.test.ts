@@ -157,3 +157,30 @@ describe('health in production', () => {
     expect(Object.keys(adminView.circuitBreakers).sort()).toEqual(['hooks.acme-customer.example', 'relay.globex.example:8443']);
   });
 });
+
+describe('/metrics in production', () => {
+  it('answers 404 without METRICS_TOKEN, so nothing is exposed by default', async () => {
+    const res = await t.request('/metrics');
+    expect(res.status).toBe(404);
+    expect(await res.text()).not.toContain('launch_service_');
+    expect((await t.request('/metrics', { headers: { authorization: 'Bearer anything' } })).status).toBe(404);
+  });
+
+  it('with METRICS_TOKEN requires it and labels breaker hosts with the same opaque labels as health', async () => {
+    const withToken = await startTestService({ env: { ...PRODUCTION, METRICS_TOKEN: 'prod-metrics-token' } });
+    try {
+      const now = Date.now();
+      const endpoint = 'https://hooks.secret-customer.example/hook';
+      await withToken.service.db.insertInto('endpoint_breakers').values({ endpoint, host: new URL(endpoint).host, state: 'open', failures: 3, opened_at: now, updated_at: now }).execute();
+      await (withToken.service.breakers as BreakerRegistry).load();
+      expect((await withToken.request('/metrics')).status).toBe(401);
+      const text = await (await withToken.request('/metrics', { headers: { authorization: 'Bearer prod-metrics-token' } })).text();
+      expect(text).not.toContain('secret-customer');
+      const label = Object.keys(((await (await withToken.request('/api/health')).json()) as Json).circuitBreakers)[0];
+      expect(label).toMatch(/^host-[0-9a-f]{12}$/);
+      expect(text).toContain(`launch_service_breaker_not_closed{host="${label}",state="open"} 1`);
+    } finally {
+      await withToken.close();
+    }
+  });
+});

@@ -10,6 +10,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { parseDestinationPatch } from '../../src/launches/updateDestination.js';
 import { parseEndpointCreate, webhookUrlProblem } from '../../src/webhooks/endpoints/request.js';
+import { endpointKey } from '../../src/webhooks/endpointKey.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, tenantKeys, type Receiver, type ReceivedRequest, type TestDb } from '../support/webhooks.js';
 
@@ -195,6 +196,20 @@ describe('webhook endpoints (docs/webhooks.md)', () => {
     const bad = await call('PATCH', `/launches/${launchId}`, keys.acme, { webhookUrl: 'javascript:alert(1)', webhookSecret: 'short', name: 'x' });
     expect(bad.status).toBe(400);
     expect((bad.body.error.details.fields as Json[]).map((f) => f.field).sort()).toEqual(['name', 'webhookSecret', 'webhookUrl']);
+  });
+
+  it('deleting an endpoint removes its breaker, which is then neither listed nor holding anything back', async () => {
+    const endpoint = await createEndpoint({ url: hooks[0]!.url });
+    const key = endpointKey(hooks[0]!.url);
+    const now = clock.now();
+    await tdb.db.insertInto('endpoint_breakers').values({ endpoint: key, host: new URL(hooks[0]!.url).host, state: 'half-open', failures: 3, opened_at: now, updated_at: now }).execute();
+    await service.breakers.load();
+    expect((await call('GET', '/breakers', keys.admin)).body.breakers.map((b: Json) => b.endpoint)).toEqual([key]);
+    expect((await call('DELETE', `/webhook-endpoints/${endpoint.id}`, keys.acme)).status).toBe(204);
+    expect(await tdb.db.selectFrom('endpoint_breakers').select('endpoint').execute()).toEqual([]);
+    clock.advance(1_001); // the registry's next read of the table
+    expect((await call('GET', '/breakers', keys.admin)).body.breakers).toEqual([]);
+    expect(service.breakers.snapshot()).toEqual({});
   });
 
   it('during a rotation every attempt verifies with the old secret alone and with the new alone; after the overlap only the new', async () => {

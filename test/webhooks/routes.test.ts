@@ -7,6 +7,7 @@ import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { WEBHOOK_EVENT_KINDS } from '../../src/webhooks/sampleEvents.js';
+import { endpointKey } from '../../src/webhooks/endpointKey.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, tenantKeys, type Receiver, type TestDb } from '../support/webhooks.js';
 
@@ -63,7 +64,26 @@ describe('webhook, delivery and dead-letter routes', () => {
   });
 
   describe('POST /api/webhooks/test', () => {
+    it('reports the breaker of a host only to a caller that delivers there, or to an admin', async () => {
+      const now = clock.now();
+      const endpoint = `${receiver.url}`;
+      const host = new URL(receiver.url).host;
+      await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 'whsec_launch_secret_0001', box, owner: 'globex' });
+      await tdb.db.insertInto('endpoint_breakers').values({ endpoint: endpointKey(endpoint), host, state: 'open', failures: 3, opened_at: now, updated_at: now }).execute();
+      await service.breakers.load();
+      const stranger = await call('POST', '/api/webhooks/test', keys.acmeRead, { webhookUrl: receiver.url, event: 'launch.complete' });
+      expect(stranger.status).toBe(200);
+      expect(stranger.body.result.breaker).toBeUndefined();
+      expect(JSON.stringify(stranger.body)).not.toContain('"open"');
+      const ownerView = await call('POST', '/api/webhooks/test', keys.globex, { webhookUrl: receiver.url, event: 'launch.complete' });
+      expect(ownerView.body.result.breaker).toEqual({ host, state: 'open', failures: 3 });
+      const adminView = await call('POST', '/api/webhooks/test', keys.admin, { webhookUrl: receiver.url, event: 'launch.complete' });
+      expect(adminView.body.result.breaker).toEqual({ host, state: 'open', failures: 3 });
+    });
+
     it('sends one signed sample event with the provided secret and reports the outcome and breaker', async () => {
+      // The breaker of a host is reported to a caller that delivers there (here: a launch of acme's).
+      await insertLaunch(tdb.db, clock, { url: receiver.url, secret: 'whsec_launch_secret_0001', box, owner: 'acme' });
       const res = await call('POST', '/api/webhooks/test', keys.acmeRead, { webhookUrl: receiver.url, event: 'launch.complete', webhookSecret: 'whsec_mine' });
       expect(res.status).toBe(200);
       const host = new URL(receiver.url).host;

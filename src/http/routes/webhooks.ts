@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { BreakerRegistry } from '../../webhooks/breakerRegistry.js';
 import type { WebhookHttpClient } from '../../webhooks/httpClient.js';
@@ -7,10 +8,12 @@ import { isWebhookEventKind, sampleEnvelope, WEBHOOK_EVENT_KINDS, type WebhookEv
 import { buildDeliveryHeaders } from '../../webhooks/signature.js';
 import { invalidRequest } from '../errors.js';
 import type { AppEnv } from '../env.js';
+import type { AuthContext } from '../env.js';
 import { requireAuth } from '../middleware/auth.js';
 import { readJson } from '../middleware/bodyGuards.js';
 
 export interface WebhookTestRouteDeps {
+  db: Db;
   clock: Clock;
   /** The dispatcher's own client: same SSRF guard, timeout and bounded reads as real deliveries. */
   client: WebhookHttpClient;
@@ -35,12 +38,28 @@ function parseTestRequest(body: unknown): { webhookUrl: string; event: WebhookEv
   return { webhookUrl: webhookUrl as string, event: event as WebhookEventKind, webhookSecret: webhookSecret as string | undefined };
 }
 
+/** How many of an owner's latest launches count as its destinations for the test route's breaker. */
+const RECENT_LAUNCHES = 50;
+
+/**
+ * Whether the caller may see the breaker of `host`: admin, or the host is one of its own
+ * destinations (an endpoint's, or the webhook URL of one of its latest launches). Another owner's
+ * breaker state says where that owner delivers and how its receiver fares.
+ */
+async function ownsHost(db: Db, auth: AuthContext, host: string): Promise<boolean> {
+  if (auth.isAdmin) return true;
+  const endpoints = await db.selectFrom('webhook_endpoints').select('url').where('owner', '=', auth.owner).execute();
+  if (endpoints.some((e) => endpointHost(e.url) === host)) return true;
+  const launches = await db.selectFrom('launches').select('webhook_url').where('owner', '=', auth.owner).orderBy('created_at', 'desc').limit(RECENT_LAUNCHES).execute();
+  return launches.some((l) => endpointHost(l.webhook_url) === host);
+}
+
 /** `POST /webhooks/test` (docs/delivery.md): one signed sample event, one attempt, no retry. Mount at `/`. */
 export function createWebhookTestRoutes(deps: WebhookTestRouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.post('/webhooks/test', async (c) => {
-    requireAuth(c);
+    const auth = requireAuth(c);
     const input = parseTestRequest(await readJson(c));
     const now = deps.clock.now();
     const envelope = sampleEnvelope(input.event, now);
@@ -67,7 +86,7 @@ export function createWebhookTestRoutes(deps: WebhookTestRouteDeps): Hono<AppEnv
         responseBody: outcome.responseBody,
         ...(outcome.ok ? {} : { error: { class: outcome.errorClass, message: outcome.errorMessage } }),
         signedWith: input.webhookSecret === undefined ? 'server_test_secret' : 'provided',
-        breaker: { host, ...deps.breakers.stateOf(host) },
+        ...((await ownsHost(deps.db, auth, host)) ? { breaker: { host, ...deps.breakers.stateOf(host) } } : {}),
       },
     });
   });

@@ -90,18 +90,32 @@ export async function updateEndpoint(deps: EndpointDeps, id: string, owner: stri
   });
 }
 
-/** Deletes an endpoint; its deliveries that were not yet made are canceled (history stays). */
+/**
+ * Deletes an endpoint; its deliveries that were not yet made are canceled (history stays), and its
+ * breaker goes with it unless deliveries of another owner or launch to the same endpoint are pending.
+ */
 export async function deleteEndpoint(deps: EndpointDeps, id: string, owner: string | undefined): Promise<void> {
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
-    const r = await (owner === undefined ? trx.deleteFrom('webhook_endpoints').where('id', '=', id) : trx.deleteFrom('webhook_endpoints').where('id', '=', id).where('owner', '=', owner)).executeTakeFirst();
-    if (r.numDeletedRows === 0n) throw notFound(id);
+    const current = await findEndpoint(trx, id, owner);
+    if (!current) throw notFound(id);
+    await trx.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
     await trx
       .updateTable('deliveries')
       .set({ status: 'canceled', last_error: 'endpoint deleted', completed_at: now, updated_at: now })
       .where('endpoint_id', '=', id)
       .where('status', 'in', ['pending', 'paused'])
       .execute();
+    const key = endpointKey(current.url);
+    const pending = await trx
+      .selectFrom('deliveries')
+      .select('id')
+      .where('status', 'in', ['pending', 'paused'])
+      .where('host', '=', endpointHost(current.url))
+      .where('endpoint', '=', key)
+      .limit(1)
+      .executeTakeFirst();
+    if (!pending) await trx.deleteFrom('endpoint_breakers').where('endpoint', '=', key).execute();
   });
 }
 
