@@ -41,7 +41,9 @@ import { ChainWatcher } from '../watcher/watcher.js';
 import { createFunding } from '../funding/funding.js';
 import { resealUnderCurrentKey } from './rotateSecretKey.js';
 import { WATCH_HANDLERS, watchesForLaunch } from '../watcher/handlers.js';
-import { insertWatches } from '../watcher/store.js';
+import { ensureFundingWatch, insertWatches } from '../watcher/store.js';
+import { withdrawn } from '../watcher/events.js';
+import { recordOwnerEvent } from '../webhooks/outbox.js';
 import { createRetention, type Retention } from '../retention/retention.js';
 
 export interface Service {
@@ -140,7 +142,19 @@ export async function createService(
       : noWakeups;
     closers.push(() => wakeups.close());
     const webhooks = createWebhookService({ db, clock, logger, config, secretBox, wakeups });
-    const funding = createFunding({ db, chain, secretBox, clock, logger, devAirdropLamports: config.funding.devAirdropLamports, onRefused: (reason) => metrics.countFundingRefused(reason) });
+    const funding = createFunding({
+      db,
+      chain,
+      secretBox,
+      clock,
+      logger,
+      devAirdropLamports: config.funding.devAirdropLamports,
+      onRefused: (reason) => metrics.countFundingRefused(reason),
+      // The wallet's deposit watch commits with the wallet (docs/watcher.md); its events go to the owner's endpoints.
+      onWalletCreated: (trx, wallet) => ensureFundingWatch(trx, { owner: wallet.owner, address: wallet.address, now: clock.now(), firstIntervalMs: config.watcher.pollIntervalMs }),
+      onWithdrawn: async (trx, w) => void (await recordOwnerEvent(trx, clock, { owner: w.owner, event: 'funding.withdrawn', data: withdrawn({ address: w.address, to: w.to, lamports: w.lamports, signature: w.signature }) })),
+      afterCommit: () => webhooks.signal.notify(),
+    });
     const runner = new LaunchRunner({
       db,
       clock,

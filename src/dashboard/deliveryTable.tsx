@@ -2,6 +2,7 @@ import type { FC } from 'hono/jsx';
 import type { Db } from '../db/database.js';
 import type { AttemptRow } from '../webhooks/sql/attempts.js';
 import { listAttempts } from '../webhooks/sql/attempts.js';
+import { streamOwner } from '../webhooks/outbox.js';
 import { displayUrl } from '../webhooks/present.js';
 import { Badge, Csrf, duration, time } from './layout.js';
 import type { DashboardUser } from './session.js';
@@ -137,7 +138,7 @@ export const DeliveryTable: FC<{
             </td>
             {showLaunch && (
               <td class="mono">
-                <a href={`/dashboard/launches/${d.launch_id}`}>{d.launch_id}</a>
+                {streamOwner(d.launch_id) === undefined ? <a href={`/dashboard/launches/${d.launch_id}`}>{d.launch_id}</a> : <span class="muted">owner event</span>}
               </td>
             )}
             {showEndpoint && <td class="mono">{displayUrl(d.url)}</td>}

@@ -73,6 +73,7 @@ export interface LaunchStepsTable {
 
 export interface OutboxEventsTable {
   id: string;
+  /** The launch, or `own_<owner>` for an owner's own events (webhooks/outbox.ts ownerStreamKey). */
   launch_id: string;
   sequence: number;
   event: string;
@@ -236,6 +237,12 @@ export interface FundingLedgerTable {
   created_at: number;
 }
 
+/** The next sequence number of an owner's own events (key `own_<owner>`, webhooks/outbox.ts). */
+export interface EventStreamsTable {
+  key: string;
+  next_sequence: number;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -253,6 +260,7 @@ export interface Database {
   dashboard_sessions: DashboardSessionsTable;
   funding_wallets: FundingWalletsTable;
   funding_ledger: FundingLedgerTable;
+  event_streams: EventStreamsTable;
 }
 
 export type LaunchRow = Selectable<LaunchesTable>;

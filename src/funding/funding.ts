@@ -31,8 +31,12 @@ export interface FundingDeps {
   devAirdropLamports: number;
   /** A create was refused for its funds or a limit (counted by `/metrics`). */
   onRefused?(reason: 'insufficient_funds' | 'funding_limit_exceeded'): void;
+  /** Runs in the transaction that makes an owner's wallet (the composition root creates its deposit watch). */
+  onWalletCreated?(trx: DbOrTx, wallet: FundingWalletRow): Promise<void>;
   /** Runs in the transaction that records a withdrawal (the composition root emits `funding.withdrawn`). */
   onWithdrawn?(trx: DbOrTx, withdrawal: { owner: string; address: string; to: string; lamports: number; signature: string }): Promise<void>;
+  /** Called after a transaction that ran `onWithdrawn` has committed (wakes the dispatcher). */
+  afterCommit?(): void;
 }
 
 /** What a create checked before its transaction: the wallet, the quote's total and the balance read. */
@@ -68,7 +72,7 @@ export function createFunding(deps: FundingDeps) {
    */
   async function wallet(owner: string): Promise<FundingWalletRow> {
     const airdrop = deps.devAirdropLamports > 0 && chain.requestAirdrop ? devAirdrop : undefined;
-    const { wallet: row, created } = await ensureWallet(db, deps.secretBox, owner, clock.now(), airdrop);
+    const { wallet: row, created } = await ensureWallet(db, deps.secretBox, owner, clock.now(), airdrop, deps.onWalletCreated);
     if (created) log.info({ owner, address: row.address }, 'funding wallet created');
     return row;
   }
@@ -281,6 +285,7 @@ export function createFunding(deps: FundingDeps) {
         await trx.updateTable('funding_wallets').set({ withdrawing_lamports: null, withdrawing_until: null }).where('owner', '=', owner).execute();
         await deps.onWithdrawn?.(trx, { owner, address: row.address, to: args.to.toBase58(), lamports: args.lamports, signature });
       });
+      deps.afterCommit?.();
       log.info({ owner, lamports: args.lamports, to: args.to.toBase58(), signature }, 'withdrawal sent');
       return { signature, lamports: String(args.lamports), to: args.to.toBase58() };
     },

@@ -3,6 +3,7 @@ import type { Keypair } from '@solana/web3.js';
 import { keypairFromSeed } from '../chain/ed25519.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { DbOrTx } from '../db/database.js';
+import { isPostgres } from '../db/dialect.js';
 import type { FundingWalletRow } from '../db/schema.js';
 
 /** The owner's funding wallet, or undefined before its first use. */
@@ -15,7 +16,8 @@ export async function findWallet(db: DbOrTx, owner: string): Promise<FundingWall
  * SECRET_KEY. Insert-if-absent, so instances racing on an owner's first request all end up with
  * the one row that won; `created` is true only for the caller whose row it is. `beforeInsert` runs
  * with the new address before the row exists (the development airdrop): a wallet any instance can
- * see is already funded.
+ * see is already funded. `onCreated` runs in the transaction that inserts the row, when it is this
+ * caller's.
  */
 export async function ensureWallet(
   db: DbOrTx,
@@ -23,12 +25,27 @@ export async function ensureWallet(
   owner: string,
   now: number,
   beforeInsert?: (address: string) => Promise<void>,
+  onCreated?: (trx: DbOrTx, wallet: FundingWalletRow) => Promise<void>,
 ): Promise<{ wallet: FundingWalletRow; created: boolean }> {
   const existing = await findWallet(db, owner);
   if (existing) return { wallet: existing, created: false };
   const seed = randomBytes(32);
   const address = keypairFromSeed(seed).publicKey.toBase58();
   await beforeInsert?.(address);
+  // The wallet and what is made with it (its watch, `onCreated`) commit together.
+  const insert = (trx: DbOrTx) => insertWallet(trx, box, owner, now, seed, address, onCreated);
+  return onCreated && !db.isTransaction ? db.transaction().execute(insert) : insert(db);
+}
+
+async function insertWallet(
+  db: DbOrTx,
+  box: SecretBox,
+  owner: string,
+  now: number,
+  seed: Buffer,
+  address: string,
+  onCreated?: (trx: DbOrTx, wallet: FundingWalletRow) => Promise<void>,
+): Promise<{ wallet: FundingWalletRow; created: boolean }> {
   await db
     .insertInto('funding_wallets')
     .values({
@@ -50,7 +67,27 @@ export async function ensureWallet(
   seed.fill(0);
   const wallet = await findWallet(db, owner);
   if (!wallet) throw new Error(`funding wallet of ${owner} vanished after insert`);
-  return { wallet, created: wallet.address === address };
+  const created = wallet.address === address;
+  if (created) await onCreated?.(db, wallet);
+  return { wallet, created };
+}
+
+/**
+ * Notes the wallet's balance as the deposit watch saw it (`seen_balance`) and keeps the low-balance
+ * flag: set while the balance is below the owner's `low_balance_lamports`, cleared (re-armed) when
+ * it is not. Returns the threshold when this balance crosses below it (the flag was clear), so the
+ * caller reports the crossing once. Run in the transaction that commits the watch's progress; the
+ * row is locked on PostgreSQL so a concurrent limit change is seen whole.
+ */
+export async function noteWalletBalance(trx: DbOrTx, owner: string, balance: number, now: number): Promise<{ crossedBelow: number } | undefined> {
+  let query = trx.selectFrom('funding_wallets').select(['low_balance_lamports', 'low_balance']).where('owner', '=', owner);
+  if (isPostgres(trx)) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  if (!row) return undefined;
+  const threshold = row.low_balance_lamports === null ? null : Number(row.low_balance_lamports);
+  const below = threshold !== null && balance < threshold;
+  await trx.updateTable('funding_wallets').set({ seen_balance: balance, low_balance: below ? 1 : 0, updated_at: now }).where('owner', '=', owner).execute();
+  return below && Number(row.low_balance) === 0 ? { crossedBelow: threshold } : undefined;
 }
 
 /** The wallet's 32-byte seed (what the step runner signs with); never logged or returned. */

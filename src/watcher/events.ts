@@ -35,6 +35,29 @@ export const proposalOutcomeData = (a: { realm: string; proposal: string; state:
 
 export const feesClaimed = (a: { pool: string; claimer: string; amounts: Record<string, string>; signature: string; kind: string }) => ({ ...a });
 
+/** `funding.deposit_received`: lamports the owner's funding wallet received in a transaction it did not pay for. */
+export const depositReceived = (a: { address: string; lamports: bigint | number; signature: string; balanceLamports: bigint | number }) => ({
+  address: a.address,
+  lamports: String(a.lamports),
+  signature: a.signature,
+  balanceLamports: String(a.balanceLamports),
+});
+
+/** `funding.low_balance`: the wallet's balance went below the owner's threshold (once per crossing). */
+export const lowBalance = (a: { address: string; balanceLamports: bigint | number; thresholdLamports: bigint | number }) => ({
+  address: a.address,
+  balanceLamports: String(a.balanceLamports),
+  thresholdLamports: String(a.thresholdLamports),
+});
+
+/** `funding.withdrawn`: a withdrawal from the wallet (`POST /api/funding/withdraw`) was sent and recorded. */
+export const withdrawn = (a: { address: string; to: string; lamports: bigint | number; signature: string }) => ({
+  address: a.address,
+  to: a.to,
+  lamports: String(a.lamports),
+  signature: a.signature,
+});
+
 /** Plausible base58 values for the test route's samples (src/webhooks/sampleEvents.ts uses them too). */
 export const SAMPLE = {
   VESTING: 'EscrwTxrsGeWq1AvMMd2QqWb8LSD1tG4JmL1d5CxY8ZN',
@@ -45,9 +68,10 @@ export const SAMPLE = {
   POOL: 'PooL6fYxH9kM3qWv1Ze7rTcUjN2bRsA8dEgKXmLpVyQw',
   MINT: '7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU',
   WSOL: 'So11111111111111111111111111111111111111112',
+  WALLET: 'FundWq3xYhT7mKc2LpZs9RdE4vBnJ8aGu1oXiKtMgQvC',
   SIG: '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW',
 } as const;
-const { VESTING, BENEFICIARY, REALM, GOVERNANCE, PROPOSAL, POOL, MINT, WSOL, SIG } = SAMPLE;
+const { VESTING, BENEFICIARY, REALM, GOVERNANCE, PROPOSAL, POOL, MINT, WSOL, WALLET, SIG } = SAMPLE;
 
 /** A sample of every watcher event, built by the same functions the watcher uses. */
 export const WATCHER_SAMPLES = {
@@ -59,4 +83,7 @@ export const WATCHER_SAMPLES = {
   'dao.proposal_passed': proposalOutcomeData({ realm: REALM, proposal: PROPOSAL, state: 'succeeded', yesVotes: '52000000', noVotes: '11000000' }),
   'dao.proposal_failed': proposalOutcomeData({ realm: REALM, proposal: PROPOSAL, state: 'defeated', yesVotes: '11000000', noVotes: '52000000' }),
   'fees.claimed': feesClaimed({ pool: POOL, claimer: BENEFICIARY, amounts: { [MINT]: '1250000', [WSOL]: '3100' }, signature: SIG, kind: 'creator' }),
+  'funding.deposit_received': depositReceived({ address: WALLET, lamports: 2_000_000_000, signature: SIG, balanceLamports: 2_350_000_000 }),
+  'funding.low_balance': lowBalance({ address: WALLET, balanceLamports: 90_000_000, thresholdLamports: 100_000_000 }),
+  'funding.withdrawn': withdrawn({ address: WALLET, to: BENEFICIARY, lamports: 500_000_000, signature: SIG }),
 } as const;

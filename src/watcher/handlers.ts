@@ -4,7 +4,9 @@ import type { ChainHistory } from '../chain/history.js';
 import { decodeFeeCollections } from './decoders/cpmm.js';
 import { decodeGovernanceActions, decodeProposal, decodeTokenOwner, decodeVoteWeight, proposalOutcome } from './decoders/governance.js';
 import { decodeVestingClaims, escrowTotal, findEscrowClose, unlockedAt } from './decoders/jupiterLock.js';
-import { cliffReached, feesClaimed, proposalCreated, proposalOutcomeData, vestingClaimed, vestingComplete, voteCast } from './events.js';
+import { noteWalletBalance } from '../funding/wallets.js';
+import { streamOwner } from '../webhooks/outbox.js';
+import { cliffReached, depositReceived, feesClaimed, lowBalance, proposalCreated, proposalOutcomeData, vestingClaimed, vestingComplete, voteCast } from './events.js';
 import type { FoundEvent, NewWatch } from './store.js';
 import type { WatchHandler } from './watcher.js';
 
@@ -130,5 +132,39 @@ export const poolHandler: WatchHandler = {
   },
 };
 
+/**
+ * An owner's funding wallet (docs/watcher.md): `funding.deposit_received` for each transaction that
+ * raised its balance and that it did not pay for (the fee payer, account 0, is the wallet in every
+ * launch transaction and withdrawal: the service's own spends are never deposits), and, in the
+ * commit, the balance after the batch's last transaction checked against the owner's low-balance
+ * threshold: `funding.low_balance` once per crossing below it.
+ */
+export const fundingHandler: WatchHandler = {
+  async process(watch, transactions) {
+    const owner = streamOwner(watch.launchId);
+    const events: FoundEvent[] = [];
+    let last: { balance: number; signature: string } | undefined;
+    for (const tx of transactions) {
+      const index = tx.accountKeys.indexOf(watch.address);
+      const pre = tx.preBalances[index];
+      const post = tx.postBalances[index];
+      if (index < 0 || pre === undefined || post === undefined) continue;
+      last = { balance: post, signature: tx.signature };
+      if (index === 0 || post <= pre) continue;
+      events.push({ event: 'funding.deposit_received', signature: tx.signature, instructionIndex: -1, data: depositReceived({ address: watch.address, lamports: post - pre, signature: tx.signature, balanceLamports: post }) });
+    }
+    if (owner === undefined || last === undefined) return { events };
+    const seen = last;
+    return {
+      events,
+      apply: async (trx, now) => {
+        const crossing = await noteWalletBalance(trx, owner, seen.balance, now);
+        if (!crossing) return [];
+        return [{ event: 'funding.low_balance', signature: seen.signature, instructionIndex: -1, data: lowBalance({ address: watch.address, balanceLamports: seen.balance, thresholdLamports: crossing.crossedBelow }) }];
+      },
+    };
+  },
+};
+
 /** The product's watch kinds. */
-export const WATCH_HANDLERS: Record<string, WatchHandler> = { vesting: vestingHandler, dao: daoHandler, pool: poolHandler };
+export const WATCH_HANDLERS: Record<string, WatchHandler> = { vesting: vestingHandler, dao: daoHandler, pool: poolHandler, funding: fundingHandler };

@@ -3,7 +3,7 @@ import { isPostgres, leaseDeadline, leaseNow } from '../db/dialect.js';
 import type { Clock } from '../lib/clock.js';
 import { newSortableId } from '../lib/ids.js';
 import { parseJson } from '../lib/json.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { ownerStreamKey, recordEvent } from '../webhooks/outbox.js';
 
 /** What a watch follows: a launch's vesting escrow, its realm, its pool (or a kind a test registers). */
 export type WatchKind = string;
@@ -80,6 +80,42 @@ export async function insertWatches(trx: DbOrTx, args: { launchId: string; watch
     .execute();
 }
 
+/** A funding wallet's watch does not end (year 9999). */
+const NEVER = 253_402_300_799_000;
+
+/**
+ * The watch of an owner's funding wallet (kind `funding`, keyed by the owner's own event stream,
+ * docs/watcher.md), made with the wallet: insert-if-absent on an id derived from the address.
+ */
+export async function ensureFundingWatch(trx: DbOrTx, args: { owner: string; address: string; now: number; firstIntervalMs?: number }): Promise<void> {
+  await tables(trx)
+    .insertInto('watches')
+    .values({
+      id: `wch_fund_${args.address}`,
+      launch_id: ownerStreamKey(args.owner),
+      kind: 'funding',
+      address: args.address,
+      context: '{}',
+      state: 'active',
+      cursor: null,
+      next_check_at: args.now,
+      interval_ms: args.firstIntervalMs ?? 2000,
+      cliff_at: null,
+      last_checked_at: null,
+      last_activity_at: null,
+      ends_at: NEVER,
+      ended_reason: null,
+      lease_owner: null,
+      lease_expires_at: null,
+      fence: 0,
+      woken_at: null,
+      created_at: args.now,
+      updated_at: args.now,
+    })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
+}
+
 /**
  * Claims up to `limit` due watches with a lease; each claim bumps the watch's fencing token, so a
  * commit by an instance whose lease expired (and was claimed again) is refused. On PostgreSQL the
@@ -139,6 +175,8 @@ export interface WatchProgress {
   /** Keeps the lease (more history is waiting in this pass). */
   keepLease?: boolean;
   context?: Record<string, unknown> | undefined;
+  /** Writes to make in the commit's transaction (after the fence check), returning more events to record with it. */
+  apply?: ((trx: DbOrTx, now: number) => Promise<FoundEvent[]>) | undefined;
 }
 
 /**
@@ -175,7 +213,8 @@ export async function commitProgress(db: Db, clock: Clock, watch: WatchRow, prog
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) === 0) throw new WatchFencedError(watch.id);
     let recorded = 0;
-    for (const found of progress.events) {
+    const events = progress.apply ? [...progress.events, ...(await progress.apply(trx, now))] : progress.events;
+    for (const found of events) {
       const fresh = await tables(trx)
         .insertInto('watch_reported')
         .values({ launch_id: watch.launch_id, signature: found.signature, instruction_index: found.instructionIndex, event: found.event, event_id: '', created_at: now })

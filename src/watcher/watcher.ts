@@ -1,5 +1,5 @@
 import type { ChainHistory, HistoryTransaction, SignatureEntry } from '../chain/history.js';
-import type { Db } from '../db/database.js';
+import type { Db, DbOrTx } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
@@ -23,6 +23,8 @@ export interface HandlerOutcome {
   /** The watch is over (e.g. vesting complete, escrow closed). */
   end?: string | undefined;
   context?: Record<string, unknown> | undefined;
+  /** Writes to commit with the batch, in its transaction, returning more events (the funding watch's low-balance check). */
+  apply?: ((trx: DbOrTx, now: number) => Promise<FoundEvent[]>) | undefined;
 }
 
 /**
@@ -193,7 +195,7 @@ export class ChainWatcher {
         if (!tx) throw new Error(`transaction ${entry.signature} is in the history but cannot be read`);
         if (tx.err === null) transactions.push(tx);
       }
-      const outcome = transactions.length > 0 ? await handler.process(this.view(current, context), transactions, chain) : { events: [] };
+      const outcome: HandlerOutcome = transactions.length > 0 ? await handler.process(this.view(current, context), transactions, chain) : { events: [] };
       if (outcome.context) context = { ...context, ...outcome.context };
       activity ||= outcome.events.length > 0;
       cursor = batch[batch.length - 1]?.signature ?? cursor;
@@ -209,6 +211,7 @@ export class ChainWatcher {
         activity: outcome.events.length > 0,
         end: outcome.end,
         context: outcome.context ? context : undefined,
+        apply: outcome.apply,
         keepLease: !last && !ends,
         ...(ends ? { clearCliff: true } : {}),
       });

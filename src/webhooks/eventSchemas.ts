@@ -67,6 +67,9 @@ export const EVENT_DATA_SCHEMAS = {
   'dao.proposal_passed': z.looseObject({ realm: address, proposal: address, state: z.string().optional(), yesVotes: amount, noVotes: amount }),
   'dao.proposal_failed': z.looseObject({ realm: address, proposal: address, state: z.string().optional(), yesVotes: amount, noVotes: amount }),
   'fees.claimed': z.looseObject({ pool: address, claimer: address, amounts: z.record(z.string(), amount).describe('per mint'), signature, kind: z.enum(['creator', 'protocol', 'fund']) }),
+  'funding.deposit_received': z.looseObject({ address: address.describe("the owner's funding wallet"), lamports: amount.describe('lamports received'), signature, balanceLamports: amount.describe("the wallet's balance after the deposit") }),
+  'funding.low_balance': z.looseObject({ address: address.describe("the owner's funding wallet"), balanceLamports: amount, thresholdLamports: amount.describe("the owner's lowBalanceLamports") }),
+  'funding.withdrawn': z.looseObject({ address: address.describe("the owner's funding wallet"), to: address, lamports: amount, signature }),
 } as const;
 
 export type DocumentedEventKind = keyof typeof EVENT_DATA_SCHEMAS;
@@ -77,7 +80,7 @@ export function envelopeSchema(kind: DocumentedEventKind) {
     id: z.string().describe('evt_…: unique per event, stable across retries; dedupe on it'),
     event: z.literal(kind),
     timestamp: z.string().describe('ISO 8601 time the event was recorded'),
-    launchId: z.string(),
+    launchId: kind.startsWith('funding.') ? z.null().describe("an owner's own event: no launch") : z.string(),
     sequence: z.number().int().min(1).describe('1, 2, 3… per launch'),
     data: EVENT_DATA_SCHEMAS[kind],
   });

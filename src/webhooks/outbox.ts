@@ -14,7 +14,8 @@ export interface WebhookEnvelope<T = unknown> {
   id: string;
   event: string;
   timestamp: string;
-  launchId: string;
+  /** The launch the event belongs to; null for an owner's own events (the funding events). */
+  launchId: string | null;
   sequence: number;
   data: T;
 }
@@ -91,12 +92,62 @@ export interface EventTarget {
  * notify the dispatcher after that transaction commits.
  */
 export async function recordEvent(trx: DbOrTx, clock: Clock, input: RecordEventInput, handoff?: DeliveryHandoff): Promise<RecordedEvent> {
+  const owner = streamOwner(input.launchId);
+  if (owner !== undefined) return recordOwnerEvent(trx, clock, { owner, event: input.event, data: input.data, requestId: input.requestId ?? null });
   const launch = await nextSequenceStatement.first(trx, { id: input.launchId });
   if (!launch) throw new Error(`recordEvent: no launch ${input.launchId}`);
   const target = { launchId: input.launchId, webhookUrl: launch.webhook_url, owner: launch.owner, firstSequence: launch.next_sequence - 1, webhookSecretSealed: launch.webhook_secret_enc };
   const [recorded] = await insertEvents(trx, clock, target, [input], handoff);
   return recorded!;
 }
+
+/**
+ * The outbox key of an owner's own events, those of no launch (the funding events): they are stored
+ * under it in `launch_id` (outbox, deliveries, dead letters, watches) with their own sequence. Launch
+ * ids start with `lch_`, so no launch has such a key.
+ */
+export function ownerStreamKey(owner: string): string {
+  return `${OWNER_STREAM}${owner}`;
+}
+
+const OWNER_STREAM = 'own_';
+
+/** The owner whose own events `key` holds, or undefined when it is a launch id. */
+export function streamOwner(key: string): string | undefined {
+  return key.startsWith(OWNER_STREAM) ? key.slice(OWNER_STREAM.length) : undefined;
+}
+
+/**
+ * Records an event of the owner that belongs to no launch (docs/events.md, "Funding"): `launchId` is
+ * null in its envelope, its sequence counts the owner's own events (`event_streams`), and it is
+ * delivered to every enabled webhook endpoint of the owner whose filter matches (there is no launch
+ * URL). Call it inside the transaction of the change it reports; notify the dispatcher after the commit.
+ */
+export async function recordOwnerEvent(trx: DbOrTx, clock: Clock, input: EventToRecord & { owner: string }): Promise<RecordedEvent> {
+  const key = ownerStreamKey(input.owner);
+  const stream = await nextStreamSequenceStatement.first(trx, { key });
+  if (!stream) throw new Error(`recordOwnerEvent: no sequence for ${key}`);
+  const now = clock.now();
+  const envelope: WebhookEnvelope = { id: newSortableId('evt', now), event: input.event, timestamp: new Date(now).toISOString(), launchId: null, sequence: Number(stream.next_sequence) - 1, data: input.data };
+  await insertRows(trx, insertEventsStatement, [
+    { id: envelope.id, launch_id: key, sequence: envelope.sequence, event: envelope.event, body: JSON.stringify(envelope), request_id: input.requestId ?? null, created_at: now },
+  ]);
+  const endpoints = await endpointsStatement.rows(trx, { owner: input.owner });
+  const rows = endpoints
+    .filter((endpoint) => filterMatches(JSON.parse(endpoint.events) as string[], envelope.event))
+    .map((endpoint) => deliveryRow(newSortableId('dlv', now), now, envelope.id, key, endpoint.url, endpoint.id));
+  await insertRows(trx, insertDeliveriesStatement, rows);
+  return { eventId: envelope.id, sequence: envelope.sequence, deliveryId: rows[0]?.id ?? '', envelope };
+}
+
+/** Takes the next sequence number of an owner's own events (the first is 1). */
+const nextStreamSequenceStatement = compiledQuery<{ key: string }, { next_sequence: number }>((db: Db, p) =>
+  db
+    .insertInto('event_streams')
+    .values({ key: p.key, next_sequence: 2 })
+    .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ next_sequence: eb('event_streams.next_sequence', '+', 1) })))
+    .returning('next_sequence'),
+);
 
 /**
  * Records several events of one launch in order, with sequence numbers from `target.firstSequence`

@@ -19,6 +19,9 @@ export const WEBHOOK_EVENT_KINDS = [
   'dao.proposal_passed',
   'dao.proposal_failed',
   'fees.claimed',
+  'funding.deposit_received',
+  'funding.low_balance',
+  'funding.withdrawn',
 ] as const;
 
 export type WebhookEventKind = (typeof WEBHOOK_EVENT_KINDS)[number];
@@ -84,6 +87,9 @@ function sampleData(event: WebhookEventKind): unknown {
     case 'dao.proposal_passed':
     case 'dao.proposal_failed':
     case 'fees.claimed':
+    case 'funding.deposit_received':
+    case 'funding.low_balance':
+    case 'funding.withdrawn':
       // Built by the watcher's own payload builders: the samples are what the watcher sends.
       return WATCHER_SAMPLES[event];
     case 'dao.created':
@@ -105,5 +111,7 @@ function sampleData(event: WebhookEventKind): unknown {
 
 /** A realistic envelope of `event` for the test route, marked as a test by its ids. */
 export function sampleEnvelope(event: WebhookEventKind, now: number): WebhookEnvelope {
-  return { id: newId('evt_test'), event, timestamp: new Date(now).toISOString(), launchId: 'lch_test_sample', sequence: 1, data: sampleData(event) };
+  // An owner's own events (funding) belong to no launch.
+  const launchId = event.startsWith('funding.') ? null : 'lch_test_sample';
+  return { id: newId('evt_test'), event, timestamp: new Date(now).toISOString(), launchId, sequence: 1, data: sampleData(event) };
 }

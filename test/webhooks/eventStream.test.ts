@@ -29,7 +29,20 @@ beforeEach(async () => {
   base = `http://127.0.0.1:${listening.port}`;
   acme = await t.key('acme', ['launches:read', 'launches:write']);
   globex = await t.key('globex', ['launches:read', 'launches:write']);
+  // Each owner's funding wallet is made (and airdropped: a funding event) before any stream opens.
+  for (const key of [acme, globex]) expect((await t.request('/api/funding', { key })).status).toBe(200);
+  await waitForDeposits(['own_acme', 'own_globex']);
 });
+
+/** Waits until the airdrop deposit of each of these owners' wallets is in the outbox. */
+async function waitForDeposits(keys: string[]): Promise<void> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+    const rows = await t.service.db.selectFrom('outbox_events').select('launch_id').where('launch_id', 'in', keys).where('event', '=', 'funding.deposit_received').execute();
+    if (new Set(rows.map((r) => r.launch_id)).size === keys.length) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`no deposit events for ${keys.join(', ')}`);
+}
 
 afterEach(async () => {
   for (const s of streams.splice(0)) s.close();
@@ -67,6 +80,19 @@ describe('the event stream', () => {
     await completedEvents(globex, theirs);
     // Everything globex's launch recorded has committed: none of it reaches acme's stream.
     expect(await stream.drain(300)).toEqual([]);
+  });
+
+  it("includes the owner's funding events (no launch), and never another owner's", async () => {
+    const initech = await t.key('initech', ['launches:read', 'launches:write']);
+    const stream = await open(initech);
+    const theirs = await open(globex);
+    expect((await t.request('/api/funding', { key: initech })).status).toBe(200);
+    const [got] = await stream.take(1);
+    const envelope = JSON.parse(got!.data) as { event: string; launchId: string | null; data: { address: string } };
+    expect(envelope).toMatchObject({ event: 'funding.deposit_received', launchId: null });
+    const wallet = ((await (await t.request('/api/funding', { key: initech })).json()) as { funding: { address: string } }).funding.address;
+    expect(envelope.data.address).toBe(wallet);
+    expect(await theirs.drain(300)).toEqual([]);
   });
 
   it('resumes exactly after Last-Event-ID, from the outbox, so a dropped connection loses nothing', async () => {

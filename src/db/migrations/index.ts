@@ -16,6 +16,7 @@ import * as m019 from './019_drop_redundant_delivery_indexes.js';
 import * as m031 from './031_retention_indexes.js';
 import * as m035 from './035_step_waiting.js';
 import * as m020 from './020_funding.js';
+import * as m021 from './021_owner_events.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -36,6 +37,7 @@ export const migrations: Record<string, Migration> = {
   '031_retention_indexes': m031,
   '035_step_waiting': m035,
   '020_funding': m020,
+  '021_owner_events': m021,
 };
 
 export const migrationProvider: MigrationProvider = {

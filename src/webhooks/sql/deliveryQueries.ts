@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DbOrTx } from '../../db/database.js';
 import { execSql, placeholders } from '../../db/sqlText.js';
 
@@ -25,18 +26,25 @@ interface ContextRow {
   id: string;
   launch_id: string;
   endpoint_id: string | null;
-  owner: string;
+  /** Null only for a launch delivery whose launch is gone. */
+  owner: string | null;
   event_id: string;
   event: string;
   sequence: number;
   body: string;
   request_id: string | null;
-  webhook_secret_enc: string;
+  webhook_secret_enc: string | null;
   secret_enc: string | null;
   signature_scheme: 'service' | 'standard' | null;
   previous_secret_enc: string | null;
   previous_secret_expires_at: number | null;
 }
+
+/**
+ * The owner of delivery `d` (SQL): its launch's (`l`), or for an owner's own event (no launch) the owner
+ * named in its key `own_<owner>` (webhooks/outbox.ts ownerStreamKey).
+ */
+export const OWNER_OF_DELIVERY = `coalesce(l.owner, case when substr(d.launch_id, 1, 4) = 'own_' then substr(d.launch_id, 5) end)`;
 
 const contextTexts: string[] = [];
 
@@ -44,11 +52,12 @@ const contextTexts: string[] = [];
 function contextsText(count: number): string {
   let text = contextTexts[count];
   if (text === undefined) {
-    text = `select d.id, d.launch_id, d.endpoint_id, l.owner, e.id as event_id, e.event, e.sequence, e.body, e.request_id,
+    // An owner's own events have no launch: the owner is in their key (`own_<owner>`, outbox.ts).
+    text = `select d.id, d.launch_id, d.endpoint_id, ${OWNER_OF_DELIVERY} as owner, e.id as event_id, e.event, e.sequence, e.body, e.request_id,
         l.webhook_secret_enc, w.secret_enc, w.signature_scheme, w.previous_secret_enc, w.previous_secret_expires_at
       from deliveries d
       inner join outbox_events e on e.id = d.event_id
-      inner join launches l on l.id = d.launch_id
+      left join launches l on l.id = d.launch_id
       left join webhook_endpoints w on w.id = d.endpoint_id
       where d.id in (${placeholders(count)})`;
     contextTexts[count] = text;
@@ -62,6 +71,8 @@ export async function loadDeliveryContexts(db: DbOrTx, deliveryIds: readonly str
   if (deliveryIds.length === 0) return out;
   const { rows } = await execSql<ContextRow>(db, contextsText(deliveryIds.length), deliveryIds);
   for (const row of rows) {
+    // A delivery of a launch that is gone has nothing to sign with: left leased, failed once its attempts are spent.
+    if (row.owner === null) continue;
     const endpoint = row.endpoint_id !== null && row.secret_enc !== null;
     out.set(row.id, {
       deliveryId: row.id,
@@ -73,7 +84,7 @@ export async function loadDeliveryContexts(db: DbOrTx, deliveryIds: readonly str
       body: row.body,
       requestId: row.request_id,
       // A deleted endpoint's delivery has no secret to sign with (the attempt fails as secret_unavailable).
-      secretSealed: row.endpoint_id === null ? row.webhook_secret_enc : (row.secret_enc ?? ''),
+      secretSealed: row.endpoint_id === null ? (row.webhook_secret_enc ?? '') : (row.secret_enc ?? ''),
       endpointId: endpoint ? row.endpoint_id : null,
       scheme: endpoint ? (row.signature_scheme ?? 'service') : 'service',
       previousSecretSealed: endpoint ? row.previous_secret_enc : null,
@@ -101,16 +112,16 @@ const deliveryColumns = [
   'e.event',
   'e.body',
   'e.sequence',
-  'l.owner',
 ] as const;
 
-/** Deliveries joined with their event and launch, the shape the delivery routes show. */
+/** Deliveries joined with their event and launch (none for an owner's own events), the shape the delivery routes show. */
 function deliveryViews(db: DbOrTx) {
   return db
     .selectFrom('deliveries as d')
     .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
-    .innerJoin('launches as l', 'l.id', 'd.launch_id')
-    .select(deliveryColumns);
+    .leftJoin('launches as l', 'l.id', 'd.launch_id')
+    .select(deliveryColumns)
+    .select(sql<string>`${sql.raw(OWNER_OF_DELIVERY)}`.as('owner'));
 }
 
 /** A delivery with its event kind, sequence and the launch owner. */

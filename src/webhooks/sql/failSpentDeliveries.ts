@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { insertDeadLetter } from '../../deadLetters/store.js';
 import { isPostgres, leaseNow, withoutIndex } from '../../db/dialect.js';
+import { OWNER_OF_DELIVERY } from './deliveryQueries.js';
 
 export interface SpentDelivery {
   id: string;
@@ -28,8 +29,10 @@ export async function failSpentDeliveriesIn(trx: Tx, args: SpentArgs): Promise<S
   const running = args.running ?? [];
   const spent = await trx
     .selectFrom('deliveries as d')
-    .innerJoin('launches as l', 'l.id', 'd.launch_id')
-    .select(['d.id', 'd.launch_id', 'd.event_id', 'd.attempt_count', 'd.lease_token', 'd.last_error', 'l.owner'])
+    // An owner's own events have no launch (their owner is in their key, OWNER_OF_DELIVERY).
+    .leftJoin('launches as l', 'l.id', 'd.launch_id')
+    .select(['d.id', 'd.launch_id', 'd.event_id', 'd.attempt_count', 'd.lease_token', 'd.last_error'])
+    .select(sql<string | null>`${sql.raw(OWNER_OF_DELIVERY)}`.as('owner'))
     .where('d.lease_owner', 'is not', null)
     .where('d.lease_expires_at', '<=', leaseNow(trx, args.now))
     // Not through the status index (SQLite would pick it and read every pending row, the whole
@@ -55,7 +58,7 @@ export async function failSpentDeliveriesIn(trx: Tx, args: SpentArgs): Promise<S
     if (r.numUpdatedRows === 0n) continue;
     await insertDeadLetter(trx, {
       kind: 'delivery',
-      owner: row.owner,
+      owner: row.owner ?? '',
       launchId: row.launch_id,
       deliveryId: row.id,
       eventId: row.event_id,

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
+import { ownerStreamKey } from '../outbox.js';
 
 /** One event of an owner's stream, with its place in the outbox (`rowid`, insertion order). */
 export interface StreamEventRow {
@@ -15,20 +16,20 @@ export async function lastOutboxRowid(db: Db): Promise<number> {
   return Number(rows[0]?.hi ?? 0);
 }
 
-/** The `rowid` of event `id` when it is one of `owner`'s events; undefined otherwise. */
+/** The `rowid` of event `id` when it is one of `owner`'s events (of its launches, or its own); undefined otherwise. */
 export async function ownerEventRowid(db: Db, owner: string, id: string): Promise<number | undefined> {
   const { rows } = await sql<{ rowid: number | string }>`
-    select e.rowid as rowid from outbox_events e join launches l on l.id = e.launch_id
-    where e.id = ${id} and l.owner = ${owner}`.execute(db);
+    select e.rowid as rowid from outbox_events e left join launches l on l.id = e.launch_id
+    where e.id = ${id} and (l.owner = ${owner} or e.launch_id = ${ownerStreamKey(owner)})`.execute(db);
   return rows[0] === undefined ? undefined : Number(rows[0].rowid);
 }
 
-/** Up to `limit` of `owner`'s events with a rowid in (`after`, `upTo`], in rowid order. */
+/** Up to `limit` of `owner`'s events (of its launches, and its own: the funding events) with a rowid in (`after`, `upTo`], in rowid order. */
 export async function ownerEventsBetween(db: Db, owner: string, after: number, upTo: number, limit: number): Promise<StreamEventRow[]> {
   const { rows } = await sql<StreamEventRow>`
     select e.rowid as rowid, e.id as id, e.event as event, e.body as body
-    from outbox_events e join launches l on l.id = e.launch_id
-    where e.rowid > ${after} and e.rowid <= ${upTo} and l.owner = ${owner}
+    from outbox_events e left join launches l on l.id = e.launch_id
+    where e.rowid > ${after} and e.rowid <= ${upTo} and (l.owner = ${owner} or e.launch_id = ${ownerStreamKey(owner)})
     order by e.rowid limit ${limit}`.execute(db);
   return rows.map((r) => ({ ...r, rowid: Number(r.rowid) }));
 }
