@@ -86,6 +86,18 @@ describe('configuration', () => {
     expect(refusal({ RUNNER_LEASE_MS: 'long' }).variable).toBe('RUNNER_LEASE_MS');
   });
 
+  it('reads PRIORITY_FEE_MAX_MICROLAMPORTS: unset by default, an integer cap otherwise', () => {
+    expect(loadConfig({ DATA_DIR: dir }).chain.priorityFeeMaxMicroLamports).toBeUndefined();
+    expect(loadConfig({ DATA_DIR: dir, PRIORITY_FEE_MAX_MICROLAMPORTS: '50000' }).chain.priorityFeeMaxMicroLamports).toBe(50_000);
+    expect(refusal({ PRIORITY_FEE_MAX_MICROLAMPORTS: 'lots' }).variable).toBe('PRIORITY_FEE_MAX_MICROLAMPORTS');
+  });
+
+  it('reads a comma-separated SOLANA_RPC_URL, refusing a bad entry or a host named twice', () => {
+    expect(refusal({ SOLANA_RPC_URL: 'https://a.example,ftp://b.example', SOLANA_PAYER_KEYPAIR: '/x' }).variable).toBe('SOLANA_RPC_URL');
+    expect(refusal({ SOLANA_RPC_URL: 'https://a.example,https://a.example/other', SOLANA_PAYER_KEYPAIR: '/x' }).variable).toBe('SOLANA_RPC_URL');
+    expect(loadConfig({ DATA_DIR: dir, SOLANA_RPC_URL: 'https://a.example, https://b.example', SOLANA_PAYER_KEYPAIR: '/x' }).chain.mode).toBe('rpc');
+  });
+
   it('reads LAUNCH_TRANSIENT_DEADLINE as a duration: 1 h by default, above zero', () => {
     expect(loadConfig({ DATA_DIR: dir }).runner.transientDeadlineMs).toBe(3_600_000);
     expect(loadConfig({ DATA_DIR: dir, LAUNCH_TRANSIENT_DEADLINE: '15m' }).runner.transientDeadlineMs).toBe(900_000);

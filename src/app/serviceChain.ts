@@ -28,7 +28,7 @@ export async function createChainBackend(
   config: ChainConfig,
   deps: { db: Db; clock: Clock; logger: Logger; writeGate?: <T>(write: () => Promise<T>) => Promise<T> },
 ): Promise<ChainBackend> {
-  const fees = { priorityFeeMicroLamports: config.chain.priorityFeeMicroLamports, computeUnitLimit: config.chain.computeUnitLimit };
+  const fees = { priorityFeeMicroLamports: config.chain.priorityFeeMicroLamports, computeUnitLimit: config.chain.computeUnitLimit, priorityFeeMaxMicroLamports: config.chain.priorityFeeMaxMicroLamports };
   if (config.chain.mode === 'rpc' && config.chain.rpcUrl && config.chain.payerKeypairPath) {
     return createRpcBackend({
       rpcUrls: parseRpcUrls(config.chain.rpcUrl),

@@ -1,5 +1,5 @@
 import type { BreakerSnapshot } from '../lib/breaker.js';
-import type { AccountInfo, Keypair, PublicKey } from '@solana/web3.js';
+import type { AccountInfo, Keypair, PublicKey, Transaction } from '@solana/web3.js';
 import type { ChainHistory } from './history.js';
 
 /** Commitment levels the service uses; `processed` only appears in statuses. */
@@ -46,6 +46,11 @@ export interface EndpointHealth {
 export interface FeeSettings {
   priorityFeeMicroLamports: number;
   computeUnitLimit: number | undefined;
+  /**
+   * PRIORITY_FEE_MAX_MICROLAMPORTS (RPC): each transaction's compute-unit price comes from the
+   * network (`getRecentPrioritizationFees`), never above this; cost estimates assume this price.
+   */
+  priorityFeeMaxMicroLamports?: number | undefined;
 }
 
 /**
@@ -82,6 +87,13 @@ export interface ChainBackend {
   probe(): Promise<ChainProbe>;
   /** What the chain watcher reads: address histories, transactions, accounts, program scans (docs/watcher.md). */
   readonly history: ChainHistory;
+  /**
+   * The compute budget of a transaction from the network's own signals (RPC with
+   * PRIORITY_FEE_MAX_MICROLAMPORTS): the price from recent prioritization fees over the accounts it
+   * writes, the unit limit from a simulation plus a margin, neither above what estimates assumed.
+   * `tx` is the transaction as built under `fees`.
+   */
+  networkBudget?(tx: Transaction): Promise<FeeSettings>;
   /** Circuit breaker state, when the backend has one (RPC): `open` only when every endpoint's breaker is. */
   breakerState?(): BreakerSnapshot;
   /** Each RPC endpoint as of the last probe (RPC only). */

@@ -1,7 +1,7 @@
 import type { Keypair, Transaction, TransactionInstruction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { NonRetriableError, TransientError } from '../lib/retry.js';
-import type { BlockhashInfo, Commitment } from './backend.js';
+import type { BlockhashInfo, Commitment, FeeSettings } from './backend.js';
 import type { PendingTx, StepContext } from './steps/types.js';
 import { serializeSigned } from './ed25519.js';
 import { buildSignedTransaction, estimateFee } from './transaction.js';
@@ -112,7 +112,7 @@ async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<Sen
   }
 
   const blockhash = await chain.getLatestBlockhash();
-  const signed = signForSend(ctx, spec, blockhash);
+  const signed = await signForSend(ctx, spec, blockhash);
   // Keep every signature this step ever signed: any of them may still be the one that landed.
   const earlier = recorded ? [...(recorded.earlier ?? []), { signature: recorded.signature, lastValidBlockHeight: recorded.lastValidBlockHeight }] : undefined;
   const pending: PendingTx = earlier ? { ...signed, earlier } : signed;
@@ -157,16 +157,25 @@ async function resolveRecorded(ctx: StepContext, spec: IdempotentSend, recorded:
   throw new NonRetriableError('program_error', `${spec.type} transaction ${failed.signature} failed on chain: ${String(failed.err)}`);
 }
 
-function signForSend(ctx: StepContext, spec: IdempotentSend, blockhash: BlockhashInfo): PendingTx {
+async function signForSend(ctx: StepContext, spec: IdempotentSend, blockhash: BlockhashInfo): Promise<PendingTx> {
   let tx: Transaction;
   let serialized: string;
+  let budget: FeeSettings | undefined;
   try {
     tx = buildSignedTransaction(ctx.chain, ctx.payer, spec.instructions(), spec.signers, blockhash);
+    if (ctx.chain.networkBudget) {
+      // Price and unit limit from the network; the same instructions signed again under them.
+      budget = await ctx.chain.networkBudget(tx);
+      tx = buildSignedTransaction({ fees: budget }, ctx.payer, spec.instructions(), spec.signers, blockhash);
+    }
     serialized = serializeSigned(tx).toString('base64');
   } catch (error) {
+    if (error instanceof TransientError || error instanceof NonRetriableError) throw error;
     // e.g. a name or uri so long the transaction exceeds 1232 bytes: no retry makes it fit.
     throw new NonRetriableError('invalid_configuration', `${spec.type} transaction cannot be built: ${(error as Error).message}`, { cause: error });
   }
   if (!tx.signature) throw new Error('transaction is not signed');
-  return { signature: bs58.encode(tx.signature), blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight, serialized };
+  const signed: PendingTx = { signature: bs58.encode(tx.signature), blockhash: blockhash.blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight, serialized };
+  if (budget) signed.computeBudget = { priorityFeeMicroLamports: budget.priorityFeeMicroLamports, computeUnitLimit: budget.computeUnitLimit };
+  return signed;
 }

@@ -17,9 +17,14 @@ export function withComputeBudget(fees: FeeSettings, instructions: TransactionIn
 
 /** Worst-case fee in lamports of a transaction with `signatures` signers under the fee settings. */
 export function estimateFee(fees: FeeSettings, signatures: number): number {
-  const units = fees.computeUnitLimit ?? 200_000;
-  return signatures * LAMPORTS_PER_SIGNATURE + Math.ceil((units * fees.priorityFeeMicroLamports) / 1_000_000);
+  const units = fees.computeUnitLimit ?? DEFAULT_COMPUTE_UNITS;
+  // With the price from the network, the estimate assumes its cap: the actual fee is never above it.
+  const price = Math.max(fees.priorityFeeMicroLamports, fees.priorityFeeMaxMicroLamports ?? 0);
+  return signatures * LAMPORTS_PER_SIGNATURE + Math.ceil((units * price) / 1_000_000);
 }
+
+/** The compute units estimates assume without SOLANA_COMPUTE_UNIT_LIMIT (a transaction's default budget). */
+export const DEFAULT_COMPUTE_UNITS = 200_000;
 
 /** Builds and signs a legacy transaction paid by `payer` under the backend's fee settings. */
 export function buildSignedTransaction(

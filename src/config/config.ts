@@ -32,6 +32,8 @@ export interface Config {
     rpcBreakerResetMs: number;
     programsDir: string | undefined;
     priorityFeeMicroLamports: number;
+    /** PRIORITY_FEE_MAX_MICROLAMPORTS (RPC): the price comes from the network's recent fees, capped here; unit limits from simulation. */
+    priorityFeeMaxMicroLamports: number | undefined;
     computeUnitLimit: number | undefined;
     /** Where the embedded chain serves JSON-RPC (docs/chain.md); undefined: not served (`off`, production, RPC mode). */
     rpcServer: { host: string; port: number } | undefined;
@@ -344,6 +346,8 @@ export function loadConfig(env: Env = process.env): Config {
       rpcBreakerResetMs: positiveDurationVar(env, 'SOLANA_RPC_BREAKER_RESET', 30_000),
       programsDir,
       priorityFeeMicroLamports: intVar(env, 'SOLANA_PRIORITY_FEE_MICROLAMPORTS', 0, 0, 100_000_000),
+      priorityFeeMaxMicroLamports:
+        env.PRIORITY_FEE_MAX_MICROLAMPORTS === undefined || env.PRIORITY_FEE_MAX_MICROLAMPORTS === '' ? undefined : intVar(env, 'PRIORITY_FEE_MAX_MICROLAMPORTS', 0, 0, 100_000_000),
       computeUnitLimit:
         computeLimitRaw === undefined || computeLimitRaw === '' ? undefined : intVar(env, 'SOLANA_COMPUTE_UNIT_LIMIT', 200_000, 1, 1_400_000),
       rpcServer,

@@ -8,6 +8,7 @@ import { migrateToLatest, openDatabase, type OpenedDatabase } from '../../src/db
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { readMintBack } from '../chain/support/readBack.js';
+import { ComputeBudgetInstruction, ComputeBudgetProgram, TransactionInstruction } from '@solana/web3.js';
 import { startChaosProxy, type ChaosProxy } from '../support/chaosProxy.js';
 import { testConfig } from '../support/config.js';
 import { launchBody } from '../support/fixtures.js';
@@ -188,6 +189,39 @@ describe('launches against a cluster having a bad day', () => {
     const after = (await (await t.request('/api/health')).json()) as any;
     expect(after.checks.chain.status).toBe('pass');
   }, 180_000);
+
+  it('prices each transaction from recent prioritization fees, capped by PRIORITY_FEE_MAX_MICROLAMPORTS, with a unit limit from simulation', async () => {
+    const chaos = await proxy();
+    // The provider's view: 75th percentile 9 000 micro-lamports, above the 5 000 cap.
+    chaos.answer('getRecentPrioritizationFees', [1000, 3000, 9000, 20000].map((fee, i) => ({ slot: 100 + i, prioritizationFee: fee })));
+    const t = await service({ SOLANA_RPC_URL: chaos.url, PRIORITY_FEE_MAX_MICROLAMPORTS: '5000' });
+    const key = await fundedKey(t);
+    const id = await t.createLaunch(key);
+    t.service.runner.start();
+    expect((await settle(t, [id], 60_000)).get(id)).toBe('complete');
+    const steps = await t.service.db.selectFrom('launch_steps').select(['name', 'pending_tx', 'transactions']).where('launch_id', '=', id).execute();
+    let checked = 0;
+    for (const step of steps) {
+      for (const [, pending] of Object.entries(JSON.parse(step.pending_tx ?? '{}') as Record<string, any>)) {
+        expect(pending.computeBudget.priorityFeeMicroLamports).toBe(5000);
+        const limit = pending.computeBudget.computeUnitLimit as number;
+        expect(limit).toBeGreaterThan(1000);
+        expect(limit).toBeLessThan(200_000);
+        // What landed on chain carries exactly that budget.
+        const landed = await node.history.getTransaction(pending.signature);
+        const budget = landed!.instructions
+          .filter((ix) => ix.programId === ComputeBudgetProgram.programId.toBase58())
+          .map((ix) => new TransactionInstruction({ programId: ComputeBudgetProgram.programId, keys: [], data: Buffer.from(ix.data) }));
+        expect(budget.map((ix) => ComputeBudgetInstruction.decodeInstructionType(ix)).sort()).toEqual(['SetComputeUnitLimit', 'SetComputeUnitPrice']);
+        const price = budget.find((ix) => ComputeBudgetInstruction.decodeInstructionType(ix) === 'SetComputeUnitPrice')!;
+        const units = budget.find((ix) => ComputeBudgetInstruction.decodeInstructionType(ix) === 'SetComputeUnitLimit')!;
+        expect(Number(ComputeBudgetInstruction.decodeSetComputeUnitPrice(price).microLamports)).toBe(5000);
+        expect(ComputeBudgetInstruction.decodeSetComputeUnitLimit(units).units).toBe(limit);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(2);
+  }, 90_000);
 
   it('completes launches through the fallback endpoint while the primary refuses everything; health shows each endpoint', async () => {
     const primary = await proxy();

@@ -31,6 +31,8 @@ export interface ChaosProxy {
   /** Requests seen so far (JSON-RPC methods, in order). */
   readonly requests: string[];
   setToxics(toxics: ChaosToxics): void;
+  /** Answers `method` with `result` instead of forwarding it (a provider's view the local chain has not: recent prioritization fees). */
+  answer(method: string, result: unknown): void;
   /** Outage mode: every connection is cut at once, nothing forwarded, until `up()` (or for `ms`, when given). */
   down(ms?: number): void;
   up(): void;
@@ -64,6 +66,7 @@ export async function startChaosProxy(options: { target: string; seed: number; t
   let downUntil = 0;
   const faults: Record<ChaosFault, number> = { rateLimit: 0, unavailable: 0, latency: 0, lostAnswer: 0, droppedSend: 0, outage: 0 };
   const requests: string[] = [];
+  const answers = new Map<string, unknown>();
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   const isDown = () => downUntil > Date.now();
@@ -110,6 +113,7 @@ export async function startChaosProxy(options: { target: string; seed: number; t
       faults.outage++;
       return void req.socket.destroy();
     }
+    if (answers.has(method)) return reply(res, 200, { jsonrpc: '2.0', id: rpc.id ?? null, result: answers.get(method) });
     const draw = (p: number | undefined) => p !== undefined && p > 0 && random() < p;
     if (draw(toxics.rateLimit)) {
       faults.rateLimit++;
@@ -156,6 +160,9 @@ export async function startChaosProxy(options: { target: string; seed: number; t
     requests,
     setToxics(next) {
       toxics = next;
+    },
+    answer(method, result) {
+      answers.set(method, result);
     },
     down(ms) {
       downUntil = ms === undefined ? Number.POSITIVE_INFINITY : Date.now() + ms;

@@ -1,10 +1,12 @@
-import { SYSVAR_CLOCK_PUBKEY, SendTransactionError, VersionedTransaction, type Keypair } from '@solana/web3.js';
+import { SYSVAR_CLOCK_PUBKEY, SendTransactionError, VersionedTransaction, type Keypair, type Transaction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { NonRetriableError, TransientError } from '../../lib/retry.js';
 import type { ChainBackend, ChainProbe, Commitment, ConfirmOptions, EndpointHealth, FeeSettings, SignatureStatus } from '../backend.js';
 import { classifyTransactionFailure } from '../errors.js';
+import { DEFAULT_COMPUTE_UNITS } from '../transaction.js';
+import { percentile } from '../../lib/percentile.js';
 import type { RpcBreakerOptions } from './breaker.js';
 import { createEndpointPool } from './endpoints.js';
 import { createRpcHistory } from './history.js';
@@ -83,8 +85,32 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
     }
   };
 
+  /**
+   * PRIORITY_FEE_MAX_MICROLAMPORTS: the 75th percentile of the recent prioritization fees over the
+   * accounts the transaction writes, capped; the unit limit the simulation consumed plus 10 % and
+   * 1 000 units, never above what estimates assumed. A signal that cannot be read leaves the
+   * configured value (the send's preflight reports a transaction that cannot run).
+   */
+  const networkBudget = async (tx: Transaction): Promise<FeeSettings> => {
+    const fees = options.fees;
+    const cap = fees.priorityFeeMaxMicroLamports ?? fees.priorityFeeMicroLamports;
+    const message = tx.compileMessage();
+    const writable = message.accountKeys.filter((_, i) => message.isAccountWritable(i));
+    let price = Math.min(cap, fees.priorityFeeMicroLamports);
+    let limit = fees.computeUnitLimit;
+    const [recent, simulated] = await Promise.allSettled([
+      read((c) => c.getRecentPrioritizationFees({ lockedWritableAccounts: writable })),
+      read((c) => c.simulateTransaction(new VersionedTransaction(message), { sigVerify: false, replaceRecentBlockhash: true, commitment: 'confirmed' })),
+    ]);
+    if (recent.status === 'fulfilled') price = Math.min(cap, percentile(recent.value.map((r) => r.prioritizationFee).sort((a, b) => a - b), 75) ?? 0);
+    const units = simulated.status === 'fulfilled' && !simulated.value.value.err ? simulated.value.value.unitsConsumed : undefined;
+    if (units !== undefined && units > 0) limit = Math.min(fees.computeUnitLimit ?? DEFAULT_COMPUTE_UNITS, Math.ceil(units * 1.1) + 1000);
+    return { ...fees, priorityFeeMicroLamports: price, computeUnitLimit: limit };
+  };
+
   return {
     kind: 'rpc',
+    ...(options.fees.priorityFeeMaxMicroLamports !== undefined ? { networkBudget } : {}),
     payer: options.payer,
     fees: options.fees,
     getLatestBlockhash: () => read((c) => c.getLatestBlockhash('confirmed')),

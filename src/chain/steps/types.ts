@@ -40,6 +40,8 @@ export interface PendingTx {
   serialized: string;
   /** Every signature the step signed before this one (oldest first): any of them may be the one that landed. */
   earlier?: Array<{ signature: string; lastValidBlockHeight: number }>;
+  /** The compute budget it was signed with, when it came from the network (price in micro-lamports per unit, unit limit). */
+  computeBudget?: { priorityFeeMicroLamports: number; computeUnitLimit: number | undefined };
 }
 
 /** Everything a step needs; the runner builds it per attempt. */
