@@ -37,6 +37,8 @@ const CPU_BOUND_MS = HEALTH_BOUND_MS * MIN_CPU_SHARE;
 const dir = mkdtempSync(join(tmpdir(), 'reliability-burst-'));
 const env = {
   DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', RATE_LIMIT_PER_MINUTE: '1000000',
+  // One owner sends the whole burst: its in-flight bound (docs/api.md, Bounds) is not what this measures.
+  MAX_LAUNCHES_IN_FLIGHT_PER_OWNER: '100000',
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT),
 };
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -161,7 +163,8 @@ describe('a burst of launches', () => {
       expect(failed, JSON.stringify(summary)).toEqual([]);
       const breakers = await opened.db.selectFrom('endpoint_breakers').selectAll().execute();
       expect(breakers.filter((b) => b.state !== 'closed' || b.failures > 0)).toEqual([]);
-      const events = await opened.db.selectFrom('outbox_events').select('id').execute();
+      // The launches' events (the owner's funding events go to its endpoints, of which it has none here).
+      const events = await opened.db.selectFrom('outbox_events').select('id').where('launch_id', 'like', 'lch_%').execute();
       const ids = receiver.received.map((r) => verifyWebhook<{ id: string }>(r.body, r.headers, SECRET, { toleranceSeconds: 86_400 }).payload.id);
       const unique = new Set(ids);
       expect(unique).toEqual(new Set(events.map((e) => e.id)));

@@ -96,6 +96,8 @@ describe.skipIf(!onPostgres)('three instances on one PostgreSQL database and one
       LOG_LEVEL: 'silent',
       NODE_ENV: 'development',
       RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT),
+      // One key sends all 60 launches at once.
+      MAX_LAUNCHES_IN_FLIGHT_PER_OWNER: '1000',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT),
       WEBHOOK_POLL_INTERVAL_MS: '200ms',
