@@ -4,19 +4,25 @@
  * creator deposits governing tokens, creates a proposal and votes on it. The service reports each
  * action to the launch's webhook (`vesting.claimed`, `dao.proposal_created`, `dao.vote_cast`, …).
  *
+ *   npm run holder -- keygen  <keypair.json>                   (a new keypair file; prints its address)
+ *   npm run holder -- fund    <keypair.json | address> [SOL]    (an airdrop from the local cluster)
  *   npm run holder -- claim   <launchId> <beneficiary keypair.json>
  *   npm run holder -- propose <launchId> <creator keypair.json> "<proposal name>" [approve|deny]
  *
- * Environment: SERVICE_URL (default http://127.0.0.1:8080), API_KEY (launches:read), RPC_URL
- * (default http://127.0.0.1:8899), RPC_WS_URL (default: RPC_URL's port + 1, as web3.js does). Keypair files are JSON arrays of 64 bytes, as solana-keygen writes.
+ * Environment: SERVICE_URL, API_KEY (launches:read), RPC_URL, RPC_WS_URL. Unset, the URLs are those a
+ * running development service wrote to DATA_DIR/local.json (its local cluster may have moved off a
+ * taken 8899), else http://127.0.0.1:8080 and http://127.0.0.1:8899 (PubSub at its port + 1, as
+ * web3.js does). Keypair files are JSON arrays of 64 bytes, as solana-keygen writes.
  * The functions are exported for the post-launch test, which runs them against the running service.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import BN from 'bn.js';
-import { Connection, Keypair, PublicKey, Transaction, TransactionInstruction, sendAndConfirmTransaction } from '@solana/web3.js';
+import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey, Transaction, TransactionInstruction, sendAndConfirmTransaction } from '@solana/web3.js';
 import { createAssociatedTokenAccountIdempotentInstruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
+import { readLocalEndpoints } from '../src/chain/embedded/localCluster.js';
 import { Vote, VoteType, YesNoVote, getTokenOwnerRecordAddress, withCastVote, withCreateProposal, withDepositGoverningTokens, withSignOffProposal } from '@solana/spl-governance';
 
 export const JUPITER_LOCK = new PublicKey('LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn');
@@ -77,20 +83,60 @@ export async function castVote(connection: Connection, creator: Keypair, dao: { 
   return sendAndConfirmTransaction(connection, new Transaction().add(...ixs), [creator]);
 }
 
+const USAGE = `usage: npm run holder -- keygen  <keypair.json>
+       npm run holder -- fund    <keypair.json | address> [SOL, default 2]
+       npm run holder -- claim   <launchId> <beneficiary keypair.json>
+       npm run holder -- propose <launchId> <creator keypair.json> "<name>" [approve|deny]`;
+
+/** The service and local cluster to talk to: the environment first, then what a running service wrote to DATA_DIR. */
+function endpoints(): { service: string; rpcUrl: string; wsUrl: string | undefined } {
+  const local = readLocalEndpoints(resolve(process.env.DATA_DIR || './data'));
+  const rpcUrl = process.env.RPC_URL || local?.rpcUrl || 'http://127.0.0.1:8899';
+  return {
+    service: process.env.SERVICE_URL || local?.serviceUrl || 'http://127.0.0.1:8080',
+    rpcUrl,
+    // web3.js confirms over PubSub at the RPC port + 1 unless told otherwise (the local cluster serves both).
+    wsUrl: process.env.RPC_WS_URL || (process.env.RPC_URL ? undefined : local?.wsUrl),
+  };
+}
+
+function readKeypair(file: string): Keypair {
+  return Keypair.fromSecretKey(Uint8Array.from(JSON.parse(readFileSync(file, 'utf8')) as number[]));
+}
+
 async function main(argv: string[]): Promise<void> {
-  const [command, launchId, keypairFile, name, choice] = argv;
+  const [command, first, second, name, choice] = argv;
+  const { service, rpcUrl, wsUrl } = endpoints();
+  const connection = new Connection(rpcUrl, { commitment: 'confirmed', wsEndpoint: wsUrl });
+  if (command === 'keygen' && first) {
+    if (existsSync(first)) throw new Error(`${first} exists; choose another file (an existing keypair is never overwritten)`);
+    const keypair = Keypair.generate();
+    // The format solana-keygen writes: the 64-byte secret key as a JSON array, readable only by its owner.
+    writeFileSync(first, JSON.stringify(Array.from(keypair.secretKey)), { mode: 0o600, flag: 'wx' });
+    process.stdout.write(`${keypair.publicKey.toBase58()}\n`);
+    return;
+  }
+  if (command === 'fund' && first) {
+    const address = existsSync(first) ? readKeypair(first).publicKey : new PublicKey(first);
+    const sol = Number(second ?? '2');
+    if (!Number.isFinite(sol) || sol <= 0 || sol > 1000) throw new Error(`SOL must be a number above 0 and at most 1000, got "${second}"`);
+    // requestAirdrop: the local cluster transfers from the embedded chain's faucet (no Solana CLI needed).
+    const signature = await connection.requestAirdrop(address, Math.round(sol * LAMPORTS_PER_SOL));
+    await connection.confirmTransaction({ signature, ...(await connection.getLatestBlockhash()) }, 'confirmed');
+    process.stdout.write(`funded ${address.toBase58()} with ${sol} SOL: ${signature}\n`);
+    return;
+  }
+  const launchId = first;
+  const keypairFile = second;
   if ((command !== 'claim' && command !== 'propose') || !launchId || !keypairFile) {
-    process.stderr.write('usage: npm run holder -- claim <launchId> <keypair.json> | propose <launchId> <keypair.json> "<name>" [approve|deny]\n');
+    process.stderr.write(`${USAGE}\n`);
     process.exit(2);
   }
-  const service = process.env.SERVICE_URL ?? 'http://127.0.0.1:8080';
   const res = await fetch(`${service}/api/launches/${launchId}`, { headers: { authorization: `Bearer ${process.env.API_KEY ?? ''}` } });
   if (!res.ok) throw new Error(`GET /api/launches/${launchId}: ${res.status} ${await res.text()}`);
   const { launch } = (await res.json()) as { launch: { results: { mint: string; vesting?: { escrow: string }; dao?: { realm: string; governance: string } } | null } };
   if (!launch.results) throw new Error('the launch is not complete yet');
-  // web3.js confirms over PubSub at the RPC port + 1 unless told otherwise (the local cluster serves both).
-  const connection = new Connection(process.env.RPC_URL ?? 'http://127.0.0.1:8899', { commitment: 'confirmed', wsEndpoint: process.env.RPC_WS_URL || undefined });
-  const signer = Keypair.fromSecretKey(Uint8Array.from(JSON.parse(readFileSync(keypairFile, 'utf8')) as number[]));
+  const signer = readKeypair(keypairFile);
   const mint = new PublicKey(launch.results.mint);
   if (command === 'claim') {
     if (!launch.results.vesting) throw new Error('the launch has no vesting');

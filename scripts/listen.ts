@@ -4,10 +4,12 @@
  *
  *   npm run listen -- --forward-to http://localhost:3000/hooks [--events 'launch.*'] [--key sk_...]
  *
- * Environment: LAUNCH_API_KEY (instead of --key; scope launches:read), LAUNCH_SERVICE_URL (default
- * http://127.0.0.1:8080), LAUNCH_LISTEN_SECRET (the local signing secret; a new one each run otherwise).
+ * Environment: LAUNCH_API_KEY (instead of --key; scope launches:read), LAUNCH_SERVICE_URL (default:
+ * the running development service's, from DATA_DIR/local.json, else http://127.0.0.1:8080), LAUNCH_LISTEN_SECRET (the local signing secret; a new one each run otherwise).
  */
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { readLocalEndpoints } from '../src/chain/embedded/localCluster.js';
 import { listen, ListenRefused } from '../src/listen/listen.js';
 
 const USAGE = "usage: npm run listen -- --forward-to <url> [--events 'launch.*'] [--key sk_...]";
@@ -30,7 +32,7 @@ if (values.help) {
 const forwardTo = values['forward-to'] ?? fail(`--forward-to is required\n${USAGE}`);
 if (!URL.canParse(forwardTo) || !/^https?:$/.test(new URL(forwardTo).protocol)) fail(`--forward-to must be an http(s) URL, got "${forwardTo}"`);
 const apiKey = values.key || process.env.LAUNCH_API_KEY || fail(`an API key is required: --key sk_... or LAUNCH_API_KEY\n${USAGE}`);
-const serviceUrl = process.env.LAUNCH_SERVICE_URL || 'http://127.0.0.1:8080';
+const serviceUrl = process.env.LAUNCH_SERVICE_URL || readLocalEndpoints(resolve(process.env.DATA_DIR || './data'))?.serviceUrl || 'http://127.0.0.1:8080';
 if (!URL.canParse(serviceUrl)) fail(`LAUNCH_SERVICE_URL must be a URL, got "${serviceUrl}"`);
 
 const stop = new AbortController();

@@ -52,7 +52,7 @@ describe('configuration', () => {
   });
 
   it('serves the embedded chain on 127.0.0.1:8899 outside production, and refuses it in production unless CHAIN=embedded', () => {
-    expect(loadConfig({ DATA_DIR: dir }).chain.rpcServer).toEqual({ host: '127.0.0.1', port: 8899 });
+    expect(loadConfig({ DATA_DIR: dir }).chain.rpcServer).toEqual({ host: '127.0.0.1', port: 8899, fallback: true });
     expect(loadConfig({ DATA_DIR: dir, CHAIN_RPC_PORT: 'off' }).chain.rpcServer).toBeUndefined();
     expect(loadConfig({ DATA_DIR: dir, CHAIN_RPC_PORT: '0', CHAIN_RPC_HOST: '0.0.0.0' }).chain.rpcServer).toEqual({ host: '0.0.0.0', port: 0 });
     expect(refusal({ CHAIN_RPC_PORT: 'eighty' }).variable).toBe('CHAIN_RPC_PORT');

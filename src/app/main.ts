@@ -9,7 +9,7 @@ import { startHttpServer } from '../http/server.js';
 import { systemClock } from '../lib/clock.js';
 import { createLogger } from '../lib/logger.js';
 import { createService } from './service.js';
-import { startLocalCluster } from '../chain/embedded/localCluster.js';
+import { removeLocalEndpoints, startLocalCluster, writeLocalEndpoints } from '../chain/embedded/localCluster.js';
 
 async function main(): Promise<void> {
   let config;
@@ -35,17 +35,25 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const { server, port } = listening;
-  // Created and printed only once the port is bound, so a start that fails does not lose it.
+  // Outside production the embedded chain is also a local cluster (docs/chain.md): JSON-RPC for wallets and scripts.
+  const localCluster = await startLocalCluster(config.chain.rpcServer, service.chain, logger).catch(async (error: unknown) => {
+    server.close();
+    await service.stop();
+    throw error;
+  });
+  if (!config.production) {
+    writeLocalEndpoints(config.dataDir, {
+      serviceUrl: `http://${urlHost(config.host)}:${port}`,
+      ...(localCluster ? { rpcUrl: localCluster.url, wsUrl: localCluster.wsUrl } : {}),
+      pid: process.pid,
+    });
+  }
+  // Created and printed only once everything is bound, so a start that fails does not lose it.
   const developmentKey = await service.createDevelopmentKey();
   if (developmentKey) {
     // Printed once, on a line of its own, so a newcomer can copy it; only its hash is stored.
     process.stdout.write(`\nDevelopment API key (owner "dev", all scopes) — shown once, keep it:\n${developmentKey.key}\n\n`);
   }
-  // Outside production the embedded chain is also a local cluster (docs/chain.md): JSON-RPC for wallets and scripts.
-  const localCluster = await startLocalCluster(config.chain.rpcServer, service.chain, logger).catch(async (error: unknown) => {
-    await service.stop();
-    throw error;
-  });
   service.start();
   logger.info({ port, host: config.host, chain: service.chain.kind, env: config.nodeEnv }, 'launch service listening');
 
@@ -61,6 +69,7 @@ async function main(): Promise<void> {
     force.unref();
     server.close();
     if ('closeIdleConnections' in server) server.closeIdleConnections();
+    if (!config.production) removeLocalEndpoints(config.dataDir);
     Promise.resolve(localCluster?.close())
       .then(() => service.stop())
       .then(() => {
@@ -75,6 +84,12 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** The host part of a URL that reaches `host` from this machine. */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 /** A one-line explanation of a failed bind that names the variable to change; undefined for other errors. */

@@ -36,7 +36,8 @@ export interface Config {
     priorityFeeMaxMicroLamports: number | undefined;
     computeUnitLimit: number | undefined;
     /** Where the embedded chain serves JSON-RPC (docs/chain.md); undefined: not served (`off`, production, RPC mode). */
-    rpcServer: { host: string; port: number } | undefined;
+    /** `fallback`: the port was not chosen (CHAIN_RPC_PORT unset), so a taken default gives way to a free one. */
+    rpcServer: { host: string; port: number; fallback?: boolean } | undefined;
     /** CHAIN_CLONE_FROM: a cluster the embedded chain fetches the programs it lacks from. */
     cloneFrom: string | undefined;
     /**
@@ -323,7 +324,11 @@ export function loadConfig(env: Env = process.env): Config {
   const rpcServer =
     production || rpcUrl !== undefined || rpcPortRaw === 'off'
       ? undefined
-      : { host: env.CHAIN_RPC_HOST && env.CHAIN_RPC_HOST !== '' ? env.CHAIN_RPC_HOST : '127.0.0.1', port: intVar(env, 'CHAIN_RPC_PORT', 8899, 0, 65534) };
+      : {
+          host: env.CHAIN_RPC_HOST && env.CHAIN_RPC_HOST !== '' ? env.CHAIN_RPC_HOST : '127.0.0.1',
+          port: intVar(env, 'CHAIN_RPC_PORT', 8899, 0, 65534),
+          ...(rpcPortRaw === undefined ? { fallback: true } : {}),
+        };
 
   return {
     nodeEnv,

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -95,6 +95,36 @@ describe('the service process', () => {
     again.child.kill('SIGINT');
     expect((await again.exited).code).toBe(0);
     expect(again.lines.some((l) => l.startsWith('sk_'))).toBe(false);
+  }, 60_000);
+
+  it('with the local cluster port 8899 taken, serves it on a free port, says which, and tells the tools in DATA_DIR/local.json', async () => {
+    const { createServer } = await import('node:net');
+    // Whatever holds 8899 (another validator, or this blocker) makes the default port unavailable.
+    const blocker = createServer();
+    await new Promise<void>((resolve) => {
+      blocker.once('error', () => resolve());
+      blocker.listen(8899, '127.0.0.1', resolve);
+    });
+    const moved = join(dir, 'moved');
+    try {
+      const svc = startService({ DATA_DIR: moved, SECRET_KEY: randomBytes(32).toString('base64'), CHAIN_RPC_PORT: '' });
+      const port = await svc.ready;
+      const warning = svc.lines.findIndex((l) => l.includes('port 8899 is taken'));
+      expect(warning).toBeGreaterThanOrEqual(0);
+      const { url } = JSON.parse(svc.lines[warning]!) as { url: string };
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(url).not.toBe('http://127.0.0.1:8899');
+      expect(svc.lines.some((l) => /^sk_[A-Za-z0-9_-]{40,}$/.test(l))).toBe(true);
+      const local = JSON.parse(readFileSync(join(moved, 'local.json'), 'utf8')) as { serviceUrl: string; rpcUrl: string; wsUrl: string; pid: number };
+      expect(local).toEqual({ serviceUrl: `http://127.0.0.1:${port}`, rpcUrl: url, wsUrl: url.replace('http', 'ws'), pid: svc.child.pid });
+      const rpc = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getHealth' }) });
+      expect(((await rpc.json()) as { result: string }).result).toBe('ok');
+      svc.child.kill('SIGTERM');
+      expect(await svc.exited).toEqual({ code: 0, signal: null });
+      expect(existsSync(join(moved, 'local.json'))).toBe(false);
+    } finally {
+      blocker.close();
+    }
   }, 60_000);
 
   it('refuses to start on a bad variable, naming it', async () => {
