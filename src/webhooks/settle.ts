@@ -6,9 +6,13 @@ import { retryDelayAfter } from './schedule.js';
 import { insertAttempts, type AttemptRow } from './sql/attempts.js';
 import { insertDeadLetter } from '../deadLetters/store.js';
 import { endFailingRuns } from './endpoints/endpointHealth.js';
-import { markDeliveredMany, markFailed, scheduleRetry } from './sql/settleDeliveries.js';
+import { keepPaused, markDeliveredMany, markFailed, scheduleRetry, settleCanceled } from './sql/settleDeliveries.js';
 
-export type SettleResult = 'delivered' | 'retrying' | 'failed' | 'lease_lost';
+/**
+ * `paused` and `canceled`: the delivery was paused (its endpoint disabled) or canceled (its endpoint
+ * deleted) while the attempt was out; the attempt is logged and that state stands (docs/webhooks.md).
+ */
+export type SettleResult = 'delivered' | 'retrying' | 'failed' | 'paused' | 'canceled' | 'lease_lost';
 
 export interface SettleInput {
   delivery: Pick<DeliveryRow, 'id' | 'launch_id' | 'event_id' | 'attempt_count' | 'lease_token'>;
@@ -49,7 +53,7 @@ export async function settleAttemptsIn(trx: Tx, inputs: readonly SettleInput[]):
     const first = inputs[indexes[0]!]!;
     const leases = indexes.map((i) => ({ id: inputs[i]!.delivery.id, owner: inputs[i]!.owner, token: inputs[i]!.delivery.lease_token }));
     const held = await markDeliveredMany(trx, leases, { now: first.now, statusCode: first.outcome.statusCode });
-    for (const i of indexes) results[i] = held.has(inputs[i]!.delivery.id) ? 'delivered' : 'lease_lost';
+    for (const i of indexes) results[i] = held.has(inputs[i]!.delivery.id) ? 'delivered' : await settleIfCanceled(trx, inputs[i]!);
   }
   const recovered = new Set<string>();
   inputs.forEach((input, i) => {
@@ -80,7 +84,16 @@ function attemptRow(input: SettleInput): Omit<AttemptRow, 'id'> {
   };
 }
 
-/** A failed attempt's new state, only while this exact claim holds the delivery; the dead letter after the last failure. */
+/** A lease that did not settle: `canceled` when this claim still holds the delivery but it was canceled meanwhile, else lost. */
+async function settleIfCanceled(trx: Tx, input: SettleInput): Promise<SettleResult> {
+  const lease = { id: input.delivery.id, owner: input.owner, token: input.delivery.lease_token };
+  return (await settleCanceled(trx, lease, { now: input.now, statusCode: input.outcome.statusCode })) ? 'canceled' : 'lease_lost';
+}
+
+/**
+ * A failed attempt's new state, only while this exact claim holds the delivery; the dead letter
+ * after the last failure — unless the delivery was paused or canceled while the attempt was out.
+ */
 async function settleState(trx: Tx, input: SettleInput): Promise<SettleResult> {
   const { delivery, outcome, now } = input;
   const attempt = delivery.attempt_count;
@@ -88,9 +101,9 @@ async function settleState(trx: Tx, input: SettleInput): Promise<SettleResult> {
   const scheduled = retryDelayAfter(input.schedule, attempt);
   if (scheduled !== undefined) {
     const delay = delayHonouringRetryAfter(input.schedule, attempt, scheduled, outcome.retryAfterMs);
-    return (await scheduleRetry(trx, { ...args, nextAttemptAt: now + delay })) ? 'retrying' : 'lease_lost';
+    return (await scheduleRetry(trx, { ...args, nextAttemptAt: now + delay })) ? 'retrying' : settleIfCanceled(trx, input);
   }
-  if (!(await markFailed(trx, args))) return 'lease_lost';
+  if (!(await markFailed(trx, args))) return (await keepPaused(trx, args)) ? 'paused' : settleIfCanceled(trx, input);
   await insertDeadLetter(trx, {
     kind: 'delivery',
     owner: input.launchOwner,

@@ -79,8 +79,9 @@ export async function markDeliveredMany(db: DbOrTx, leases: readonly DeliveryLea
   return new Set(rows.map((r) => r.id));
 }
 
+// A paused delivery that arrived is delivered all the same; a canceled one stays canceled (settleEnded).
 const MARK_ONE_DELIVERED = `update deliveries set status = 'delivered', lease_owner = null, lease_expires_at = null, last_status_code = ?, last_error = null, completed_at = ?, updated_at = ?
-      where id = ? and lease_owner = ? and lease_token = ?`;
+      where id = ? and lease_owner = ? and lease_token = ? and status in ('pending', 'paused')`;
 
 const deliveredTexts: string[] = [];
 
@@ -90,28 +91,61 @@ function markDeliveredText(count: number): string {
   if (text === undefined) {
     const lease = '(id = ? and lease_owner = ? and lease_token = ?)';
     text = `update deliveries set status = 'delivered', lease_owner = null, lease_expires_at = null, last_status_code = ?, last_error = null, completed_at = ?, updated_at = ?
-      where ${lease}${` or ${lease}`.repeat(count - 1)} returning id`;
+      where (${lease}${` or ${lease}`.repeat(count - 1)}) and status in ('pending', 'paused') returning id`;
     deliveredTexts[count] = text;
   }
   return text;
 }
 
-/** Schedules the next attempt of a leased delivery; false when the lease was lost. */
+/**
+ * Schedules the next attempt of a leased delivery that is still pending, or paused (it stays paused,
+ * due at that time once resumed); false when the lease was lost or the delivery was canceled.
+ */
 export async function scheduleRetry(db: DbOrTx, a: SettleArgs & { nextAttemptAt: number }): Promise<boolean> {
   const r = await db
     .updateTable('deliveries')
     .set({ lease_owner: null, lease_expires_at: null, next_attempt_at: a.nextAttemptAt, last_status_code: a.statusCode, last_error: a.error, updated_at: a.now })
     .where(held(a))
+    .where('status', 'in', ['pending', 'paused'])
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
 
-/** Marks a leased delivery failed after its last attempt; false when the lease was lost. */
+/** Marks a leased, still pending delivery failed after its last attempt; false when the lease was lost or it was paused or canceled meanwhile. */
 export async function markFailed(db: DbOrTx, a: SettleArgs): Promise<boolean> {
   const r = await db
     .updateTable('deliveries')
     .set({ status: 'failed', lease_owner: null, lease_expires_at: null, last_status_code: a.statusCode, last_error: a.error, completed_at: a.now, updated_at: a.now })
     .where(held(a))
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+/**
+ * After a failed last attempt of a delivery paused while it was out: it stays paused and keeps one
+ * attempt for when it resumes (its owner paused it; the verdict waits). False when not held or not paused.
+ */
+export async function keepPaused(db: DbOrTx, a: SettleArgs): Promise<boolean> {
+  const r = await db
+    .updateTable('deliveries')
+    .set((eb) => ({ lease_owner: null, lease_expires_at: null, attempt_count: eb('attempt_count', '-', 1), next_attempt_at: a.now, last_status_code: a.statusCode, last_error: a.error, updated_at: a.now }))
+    .where(held(a))
+    .where('status', '=', 'paused')
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+/**
+ * Lets go of a leased delivery that was canceled while its attempt was out: it stays canceled (never
+ * delivered, retried or dead-lettered after the fact); the attempt is still logged. False when not held or not canceled.
+ */
+export async function settleCanceled(db: DbOrTx, lease: DeliveryLease, a: { now: number; statusCode: number | null }): Promise<boolean> {
+  const r = await db
+    .updateTable('deliveries')
+    .set({ lease_owner: null, lease_expires_at: null, last_status_code: a.statusCode, updated_at: a.now })
+    .where(held(lease))
+    .where('status', '=', 'canceled')
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
