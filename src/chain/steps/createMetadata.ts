@@ -6,7 +6,7 @@ import { METAPLEX_TOKEN_METADATA_PROGRAM_ID } from '../programs/programIds.js';
 import { readTokenMetadata } from '../programs/token2022/tokenMetadata.js';
 import { sendOnce } from './support.js';
 import type { StepContext, StepExecutor } from './types.js';
-import { METAPLEX_METADATA_MAX_SIZE } from './launchCosts.js';
+import { METAPLEX_CREATE_FEE_LAMPORTS, METAPLEX_METADATA_MAX_SIZE } from './launchCosts.js';
 
 
 /**
@@ -48,7 +48,8 @@ export const createMetadata: StepExecutor = async (ctx) => {
       }),
     ],
     signers: [],
-    rentLamports: await chain.getMinimumBalanceForRentExemption(METAPLEX_METADATA_MAX_SIZE),
+    // The program takes its create fee on top of the account's rent.
+    rentLamports: (await chain.getMinimumBalanceForRentExemption(METAPLEX_METADATA_MAX_SIZE)) + METAPLEX_CREATE_FEE_LAMPORTS,
     postcondition: () => metaplexMetadataExists(ctx, metadata),
   });
   return { result: { metadata: metadata.toBase58() }, transactions: sent ? [{ type: sent.type, signature: sent.signature }] : [] };

@@ -18,6 +18,12 @@ import type { LaunchPlan, StepName } from './types.js';
  */
 export const METAPLEX_METADATA_MAX_SIZE = 679;
 
+/**
+ * Metaplex's protocol fee for creating a metadata account (0.01 SOL): the program moves it from the
+ * payer into the metadata account on top of its rent (docs/programs.md).
+ */
+export const METAPLEX_CREATE_FEE_LAMPORTS = 10_000_000;
+
 /** An account a launch creates: who it is for, its size, and the rent that funds it. */
 export interface PlannedAccount {
   role: string;
@@ -33,7 +39,7 @@ export interface StepCost {
   accounts: PlannedAccount[];
   /** Signatures of the transaction (the payer's and any derived signer's). */
   signatures: number;
-  /** Lamports moved out besides rent and fees (the pool's quote SOL and creation fee). */
+  /** Lamports moved out besides rent and fees (Metaplex's create fee, the pool's quote SOL and creation fee). */
   otherLamports: number;
 }
 
@@ -94,7 +100,7 @@ export async function planLaunchCosts(
         break;
       case 'create_metadata':
         // Token-2022 writes its metadata in create_mint; this step only checks it then.
-        if (plan.tokenStandard === 'spl-token') costs.push({ step, accounts: [await account('metadata', METAPLEX_METADATA_MAX_SIZE)], signatures: 1, otherLamports: 0 });
+        if (plan.tokenStandard === 'spl-token') costs.push({ step, accounts: [await account('metadata', METAPLEX_METADATA_MAX_SIZE)], signatures: 1, otherLamports: METAPLEX_CREATE_FEE_LAMPORTS });
         break;
       case 'distribute_supply': {
         const holders = distributionHolders(plan, payer);
