@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { launchRequestSchema } from '../launches/request.js';
+import { WEBHOOK_EVENT_KINDS } from '../webhooks/sampleEvents.js';
 
 /**
  * The MCP tools (docs/mcp.md): each one is a call of a REST route, so a tool runs the very use case,
@@ -14,7 +16,15 @@ export interface RestCall {
 export interface ToolDefinition {
   name: string;
   description: string;
+  /**
+   * The arguments, from the same zod schemas the REST routes validate with (the launch request is
+   * `launchRequestSchema` itself): published as the tool's JSON Schema. A call is checked against
+   * `inputSchema` with the REST body (`body`) left to the route, so its refusals come in the
+   * envelope's own words and fields.
+   */
   inputSchema: z.ZodRawShape;
+  /** The argument that is the REST request body, checked by the route rather than here. */
+  body?: string;
   annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
   rest(args: Record<string, unknown>): RestCall;
 }
@@ -39,7 +49,8 @@ export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'quote_launch',
     description: 'What a launch would cost (rent, fees, the pool\'s SOL) and whether your funding wallet covers it, without launching (POST /api/launches/quote).',
-    inputSchema: { launch: z.record(z.string(), z.unknown()).describe('The launch request body (docs/api.md, "The launch request")') },
+    inputSchema: { launch: launchRequestSchema.describe('The launch request body (docs/api.md, "The launch request")') },
+    body: 'launch',
     annotations: read,
     rest: (args) => ({ method: 'POST', path: '/api/launches/quote', body: args.launch }),
   },
@@ -49,8 +60,9 @@ export const TOOLS: readonly ToolDefinition[] = [
       'Launch a token (POST /api/launches). `launch` is the launch request of docs/api.md (name, ticker, totalSupply, creator, webhookUrl, webhookSecret, …). `idempotencyKey` is required: a retry with the same key and launch returns the first launch instead of launching twice.',
     inputSchema: {
       idempotencyKey: z.string().min(1).max(255).describe('Idempotency-Key: the same key and launch return the first launch'),
-      launch: z.record(z.string(), z.unknown()).describe('The launch request body (docs/api.md, "The launch request")'),
+      launch: launchRequestSchema.describe('The launch request body (docs/api.md, "The launch request")'),
     },
+    body: 'launch',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     rest: (args) => ({ method: 'POST', path: '/api/launches', body: args.launch, headers: { 'idempotency-key': String(args.idempotencyKey) } }),
   },
@@ -85,7 +97,16 @@ export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'send_test_webhook',
     description: 'Send one signed sample event to a URL and report the answer (POST /api/webhooks/test, docs/delivery.md).',
-    inputSchema: { body: z.record(z.string(), z.unknown()).describe('The test request body: url, and optionally event, secret (docs/api.md)') },
+    inputSchema: {
+      body: z
+        .strictObject({
+          webhookUrl: z.string().max(2048).describe('The http(s) URL to send to'),
+          event: z.enum(WEBHOOK_EVENT_KINDS).describe('The sample event kind'),
+          webhookSecret: z.string().min(1).max(1024).optional().describe("The secret to sign with (default: the server's test secret)"),
+        })
+        .describe('The test request body (docs/api.md)'),
+    },
+    body: 'body',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     rest: (args) => ({ method: 'POST', path: '/api/webhooks/test', body: args.body }),
   },

@@ -2,6 +2,8 @@ import type { ServerType } from '@hono/node-server';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { launchRequestSchema } from '../../src/launches/request.js';
 import { startHttpServer } from '../../src/http/server.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -90,6 +92,60 @@ describe('the MCP server', () => {
     expect(missing.structuredContent.error.code).toBe('not_found');
     const noKey = (await writer.callTool({ name: 'create_launch', arguments: { launch: launchBody() } })) as ToolAnswer;
     expect(noKey.isError).toBe(true);
+  });
+
+  it('publishes input schemas generated from the REST routes\' zod schemas', async () => {
+    const client = await connectAs(await t.key('acme', ['launches:read']));
+    const { tools } = await client.listTools();
+    const launchArg = (name: string) => (tools.find((tool) => tool.name === name)!.inputSchema.properties as Record<string, any>).launch;
+    // The launch request as POST /api/launches validates it: the same fields, limits and enums.
+    const { $schema: _dialect, ...rest } = z.toJSONSchema(launchRequestSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    for (const name of ['create_launch', 'quote_launch']) {
+      expect(launchArg(name)).toEqual({ ...rest, description: 'The launch request body (docs/api.md, "The launch request")' });
+      expect(launchArg(name).required).toEqual(expect.arrayContaining(['name', 'ticker', 'totalSupply', 'creator', 'webhookUrl', 'webhookSecret']));
+      expect(launchArg(name).properties.tokenStandard.enum).toEqual(['spl-token', 'token-2022']);
+      expect(launchArg(name).additionalProperties).toBe(false);
+    }
+    const test = tools.find((tool) => tool.name === 'send_test_webhook')!.inputSchema.properties as Record<string, any>;
+    expect(test.body.required).toEqual(['webhookUrl', 'event']);
+    expect(test.body.properties.event.enum).toContain('launch.complete');
+  });
+
+  it('refuses bad arguments of every tool in the envelope\'s words, launching and sending nothing', async () => {
+    const key = await t.key('acme', ['launches:read', 'launches:write']);
+    const client = await connectAs(key);
+    const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as ToolAnswer;
+    const refusals: Array<[string, Record<string, unknown>, string, string | undefined]> = [
+      ['create_launch', { launch: launchBody() }, 'invalid_request', 'idempotencyKey'],
+      ['create_launch', { idempotencyKey: 'k', launch: { ...launchBody(), ticker: 'no spaces!' } }, 'invalid_request', 'ticker'],
+      ['create_launch', { idempotencyKey: 'k', launch: launchBody(), extra: 1 }, 'invalid_request', undefined],
+      ['quote_launch', {}, 'invalid_request', 'launch'],
+      ['quote_launch', { launch: { ...launchBody(), decimals: 12 } }, 'invalid_request', 'decimals'],
+      ['get_launch', {}, 'invalid_request', 'launchId'],
+      ['get_launch', { launchId: 'lch_nope' }, 'not_found', undefined],
+      ['list_launches', { status: 'lost' }, 'invalid_request', 'status'],
+      ['list_launches', { limit: 0 }, 'invalid_request', 'limit'],
+      ['list_launch_events', { launchId: 'lch_nope' }, 'not_found', undefined],
+      ['list_launch_events', { launchId: 'lch_nope', offset: -1 }, 'invalid_request', 'offset'],
+      ['get_funding', { owner: 'globex' }, 'invalid_request', undefined],
+      ['send_test_webhook', { body: { webhookUrl: 'ftp://x', event: 'launch.complete' } }, 'invalid_request', 'webhookUrl'],
+      ['send_test_webhook', {}, 'invalid_request', 'body'],
+      ['list_webhook_endpoints', { limit: 1000 }, 'invalid_request', 'limit'],
+      ['create_webhook_endpoint', { url: 'not a url' }, 'invalid_request', 'url'],
+      ['no_such_tool', {}, 'not_found', undefined],
+    ];
+    for (const [name, args, code, field] of refusals) {
+      const answer = await call(name, args);
+      expect(answer.isError, `${name} ${JSON.stringify(args)}`).toBe(true);
+      expect(answer.structuredContent.error.code, `${name} ${JSON.stringify(args)}`).toBe(code);
+      expect(answer.content[0]!.text!.startsWith(`${code}: `)).toBe(true);
+      if (field !== undefined) {
+        const fields = (answer.structuredContent.error.details?.fields ?? []) as Array<{ field: string }>;
+        expect(fields.some((f) => f.field.split('.').includes(field)), `${name}: ${JSON.stringify(answer.structuredContent)}`).toBe(true);
+      }
+    }
+    expect(((await (await t.request('/api/launches', { key })).json()) as { launches: unknown[] }).launches).toEqual([]);
+    expect(((await (await t.request('/api/webhook-endpoints', { key })).json()) as { endpoints: unknown[] }).endpoints).toEqual([]);
   });
 
   it("never shows another owner's launch", async () => {
