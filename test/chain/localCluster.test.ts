@@ -11,7 +11,7 @@ import {
   VersionedTransaction,
   sendAndConfirmTransaction,
 } from '@solana/web3.js';
-import { TOKEN_2022_PROGRAM_ID, getMint, getTokenMetadata } from '@solana/spl-token';
+import { TOKEN_2022_PROGRAM_ID, createMint, getMint, getOrCreateAssociatedTokenAccount, getTokenMetadata, mintTo } from '@solana/spl-token';
 import bs58 from 'bs58';
 import type { OpenedDatabase } from '../../src/db/database.js';
 import { systemClock } from '../../src/lib/clock.js';
@@ -209,5 +209,50 @@ describe('embedded chain JSON-RPC server', () => {
     expect(history.length).toBeGreaterThanOrEqual(2);
     const last = await connection.getTransaction(history[0]?.signature ?? '', { maxSupportedTransactionVersion: 0 });
     expect(last?.meta?.postTokenBalances?.some((b) => b.mint === mint)).toBe(true);
+  });
+
+  it('answers the token read methods holders and explorers use: supply, largest accounts, and jsonParsed mints and accounts (SPL Token and Token-2022)', async () => {
+    const plan = samplePlan({ allocations: { creator: 30, vesting: 0, treasury: 70, pool: 0 } });
+    const harness = new StepHarness(chain, plan);
+    const mint = new PublicKey((await harness.run('create_mint')).result.mint as string);
+    await harness.run('create_metadata');
+    const allocations = (await harness.run('distribute_supply')).result.allocations as Array<{ owner: string; tokenAccount: string; amount: string }>;
+    const service = (await readMintBack(chain, mint.toBase58())).mint;
+
+    const supply = await connection.getTokenSupply(mint);
+    expect(supply.value).toMatchObject({ amount: service.supply.toString(), decimals: 9 });
+    expect(supply.value.uiAmountString).toBe((service.supply / 10n ** 9n).toString());
+    const largest = await connection.getTokenLargestAccounts(mint);
+    const expected = [...allocations].sort((a, b) => (BigInt(b.amount) > BigInt(a.amount) ? 1 : -1));
+    expect(largest.value.map((a) => [a.address.toBase58(), a.amount])).toEqual(expected.map((a) => [a.tokenAccount, a.amount]));
+
+    // jsonParsed: a Token-2022 mint with extensions, and its token accounts, as a node parses them.
+    const parsedMint = await connection.getParsedAccountInfo(mint);
+    expect((parsedMint.value?.data as any).program).toBe('spl-token-2022');
+    expect((parsedMint.value?.data as any).parsed).toEqual({
+      type: 'mint',
+      info: { decimals: 9, freezeAuthority: service.freezeAuthority?.toBase58() ?? null, isInitialized: true, mintAuthority: service.mintAuthority?.toBase58() ?? null, supply: service.supply.toString() },
+    });
+    const owned = await connection.getParsedTokenAccountsByOwner(new PublicKey(allocations[0]!.owner), { mint });
+    expect(owned.value).toHaveLength(1);
+    expect(owned.value[0]!.account.data.parsed).toEqual({
+      type: 'account',
+      info: { isNative: false, mint: mint.toBase58(), owner: allocations[0]!.owner, state: 'initialized', tokenAmount: expect.objectContaining({ amount: allocations[0]!.amount, decimals: 9 }) },
+    });
+    // Anything else comes in base64 even when jsonParsed is asked for, as on a node.
+    const wallet = await funded(1);
+    const plain = await connection.getParsedAccountInfo(wallet.publicKey);
+    expect(Buffer.isBuffer(plain.value?.data)).toBe(true);
+
+    // A classic SPL Token mint made by a wallet through the cluster reads the same way.
+    const classic = await createMint(connection, wallet, wallet.publicKey, null, 2);
+    const holder = await getOrCreateAssociatedTokenAccount(connection, wallet, classic, wallet.publicKey);
+    await mintTo(connection, wallet, classic, holder.address, wallet, 12_345);
+    expect((await connection.getTokenSupply(classic)).value).toMatchObject({ amount: '12345', decimals: 2, uiAmountString: '123.45' });
+    expect((await connection.getTokenLargestAccounts(classic)).value.map((a) => a.address.toBase58())).toEqual([holder.address.toBase58()]);
+    expect(((await connection.getParsedAccountInfo(classic)).value?.data as any).program).toBe('spl-token');
+
+    const notMint = await rpc('getTokenSupply', [wallet.publicKey.toBase58()]);
+    expect(notMint.error).toMatchObject({ code: -32602, message: 'Invalid param: not a Token mint' });
   });
 });

@@ -5,6 +5,7 @@ import type { AccountFilter } from '../history.js';
 import type { EmbeddedBackend } from './backend.js';
 import { LAMPORTS_PER_SIGNATURE } from '../transaction.js';
 import { uiAmount } from './history.js';
+import { parsedTokenData, readMint, readTokenAccount, tokenAmount, TOKEN_PROGRAMS } from './rpcTokenAccounts.js';
 import type { Execution } from './svm.js';
 
 /** A JSON-RPC error as a Solana node sends it (`code`, `message`, optional `data`). */
@@ -22,8 +23,9 @@ export class RpcError extends Error {
 type Params = unknown[];
 type Method = (params: Params) => Promise<unknown>;
 
-const TOKEN_PROGRAMS = ['TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb'];
 const MAX_SIGNATURES = 1000;
+/** getTokenLargestAccounts answers at most this many, as a node does. */
+const LARGEST_ACCOUNTS = 20;
 
 const invalidParams = (message: string) => new RpcError(-32602, message);
 
@@ -124,6 +126,22 @@ export function embeddedRpcMethods(chain: EmbeddedBackend): Record<string, Metho
   const slot = () => chain.now().slot;
   const ctx = (value: unknown) => ({ context: { apiVersion: '2.2.0', slot: slot() }, value });
 
+  const decimalsOf = async (mint: string) => readMint(await chain.getAccountInfo(new PublicKey(mint)))?.decimals ?? 0;
+  /** An account in the requested encoding; `jsonParsed` parses token mints and accounts, anything else comes in base64. */
+  const encode = async (info: AccountInfo<Buffer> | null, config: Record<string, unknown>) => {
+    if (config.encoding !== 'jsonParsed' || !info) return encodeAccount(info, config);
+    const parsed = await parsedTokenData(info, decimalsOf);
+    const base = encodeAccount(info, {});
+    return parsed === undefined || base === null ? base : { ...base, data: parsed };
+  };
+  const mintParam = async (value: unknown) => {
+    const address = pubkeyParam(value, 'mint');
+    const info = await chain.getAccountInfo(address);
+    const mint = readMint(info);
+    if (!info || !mint) throw invalidParams('Invalid param: not a Token mint');
+    return { address, program: info.owner, mint };
+  };
+
   const tokenAccountsOf = async (owner: PublicKey, filter: Record<string, unknown>) => {
     let programs = TOKEN_PROGRAMS;
     const memcmps: AccountFilter[] = [{ memcmp: { offset: 32, bytes: owner.toBase58() } }];
@@ -194,21 +212,35 @@ export function embeddedRpcMethods(chain: EmbeddedBackend): Record<string, Metho
       }
     },
     getBalance: async ([pubkey]) => ctx(await chain.getBalance(pubkeyParam(pubkey))),
-    getAccountInfo: async ([pubkey, config]) => ctx(encodeAccount(await chain.getAccountInfo(pubkeyParam(pubkey)), configOf(config))),
+    getAccountInfo: async ([pubkey, config]) => ctx(await encode(await chain.getAccountInfo(pubkeyParam(pubkey)), configOf(config))),
     getMultipleAccounts: async ([keys, config]) => {
       if (!Array.isArray(keys) || keys.length > 100) throw invalidParams('Invalid param: expected at most 100 pubkeys');
       const list = keys.map((k) => pubkeyParam(k));
-      return ctx(await Promise.all(list.map(async (k) => encodeAccount(await chain.getAccountInfo(k), configOf(config)))));
+      return ctx(await Promise.all(list.map(async (k) => encode(await chain.getAccountInfo(k), configOf(config)))));
     },
     getProgramAccounts: async ([programId, rawConfig]) => {
       const config = configOf(rawConfig);
       const found = await chain.programAccounts(pubkeyParam(programId, 'program id'), filtersOf(config.filters));
-      const list = found.map((e) => ({ pubkey: e.pubkey.toBase58(), account: encodeAccount(e.account, config) }));
+      const list = await Promise.all(found.map(async (e) => ({ pubkey: e.pubkey.toBase58(), account: await encode(e.account, config) })));
       return config.withContext === true ? ctx(list) : list;
     },
     getTokenAccountsByOwner: async ([owner, filter, config]) => {
       const found = await tokenAccountsOf(pubkeyParam(owner, 'owner'), configOf(filter));
-      return ctx(found.map((e) => ({ pubkey: e.pubkey.toBase58(), account: encodeAccount(e.account, configOf(config)) })));
+      return ctx(await Promise.all(found.map(async (e) => ({ pubkey: e.pubkey.toBase58(), account: await encode(e.account, configOf(config)) }))));
+    },
+    getTokenSupply: async ([mint]) => {
+      const { mint: fields } = await mintParam(mint);
+      return ctx(tokenAmount(fields.supply, fields.decimals));
+    },
+    getTokenLargestAccounts: async ([mint]) => {
+      const { address, program, mint: fields } = await mintParam(mint);
+      const holders = [];
+      for (const entry of await chain.programAccounts(program, [{ memcmp: { offset: 0, bytes: address.toBase58() } }])) {
+        const account = readTokenAccount(entry.account);
+        if (account) holders.push({ address: entry.pubkey.toBase58(), amount: account.amount });
+      }
+      holders.sort((a, b) => (a.amount === b.amount ? a.address.localeCompare(b.address) : a.amount > b.amount ? -1 : 1));
+      return ctx(holders.slice(0, LARGEST_ACCOUNTS).map((h) => ({ address: h.address, ...tokenAmount(h.amount, fields.decimals) })));
     },
     getTokenAccountBalance: async ([pubkey]) => {
       const info = await chain.getAccountInfo(pubkeyParam(pubkey));
