@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { get } from 'node:http';
+import { createServer, get } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -16,13 +17,11 @@ const PARALLEL = 50;
 
 /**
  * Polls GET /api/health every 100 ms on a new connection each time, not waiting for answers.
- * Refused connections (the port not open yet) are not samples; `first` resolves at the first answer.
+ * Refused connections are not samples.
  */
-function probeHealth(origin: string): { stop(): number[]; first: Promise<number> } {
+function probeHealth(origin: string): { stop(): number[] } {
   const samples: number[] = [];
   const waiting = new Set<number>();
-  let resolveFirst: (at: number) => void = () => undefined;
-  const first = new Promise<number>((resolve) => (resolveFirst = resolve));
   const probe = () => {
     const started = performance.now();
     waiting.add(started);
@@ -31,20 +30,49 @@ function probeHealth(origin: string): { stop(): number[]; first: Promise<number>
       res.on('end', () => {
         waiting.delete(started);
         samples.push(performance.now() - started);
-        resolveFirst(performance.now());
       });
     }).on('error', () => waiting.delete(started));
   };
   const timer = setInterval(probe, 100);
   probe();
   return {
-    first,
     stop() {
       clearInterval(timer);
       const now = performance.now();
       return [...samples, ...[...waiting].map((s) => now - s)]; // unanswered probes count as long as they waited
     },
   };
+}
+
+/**
+ * From before a service's spawn: every 10 ms a new connection to `port` sends GET /api/health.
+ * Resolves with when the port first accepted a connection (the kernel completes the handshake once
+ * the process listens, whether or not its event loop is free) and when the first answer arrived.
+ */
+function probeStartup(port: number): Promise<{ acceptedAt: number; answeredAt: number }> {
+  return new Promise((resolve) => {
+    let acceptedAt: number | undefined;
+    const timer = setInterval(() => {
+      const req = get({ host: '127.0.0.1', port, path: '/api/health', agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          clearInterval(timer);
+          resolve({ acceptedAt: acceptedAt ?? performance.now(), answeredAt: performance.now() });
+        });
+      });
+      req.on('socket', (socket) => socket.once('connect', () => (acceptedAt ??= performance.now())));
+      req.on('error', () => undefined);
+    }, 10);
+  });
+}
+
+/** A free port on 127.0.0.1 (bound and released; the restarted service binds it next). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 function launchBody(webhookUrl: string) {
@@ -113,13 +141,15 @@ export async function benchBurst(count = 2000): Promise<{ results: BenchResult[]
     await pool.close();
     service.child.kill('SIGKILL');
     await service.exited;
+    const port = await freePort();
     const spawnedAt = performance.now();
-    service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], { ...serviceEnv, BENCH_CLOCK_OFFSET_MS: String(10 * 60_000) }, [...SERVICE_NODE_FLAGS]);
-    const portOpenAt = performance.now();
+    const startup = probeStartup(port);
+    service = await spawnBenchChild<{ port: number }>('burstServer.ts', [], { ...serviceEnv, BENCH_PORT: String(port), BENCH_CLOCK_OFFSET_MS: String(10 * 60_000) }, [...SERVICE_NODE_FLAGS]);
+    const { acceptedAt: portOpenAt, answeredAt } = await startup;
+    const firstAnswer = answeredAt - portOpenAt;
     origin = `http://127.0.0.1:${service.first.port}`;
     pool = new Pool(origin, { connections: PARALLEL });
     const restartProbe = probeHealth(origin);
-    const firstAnswer = (await restartProbe.first) - portOpenAt;
     await drained(opened.db);
     const drainSeconds = (performance.now() - portOpenAt) / 1000;
     const draining = restartProbe.stop();

@@ -5,9 +5,9 @@
 import { ProgramFileError } from '../chain/embedded/programs.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { DatabaseLockedError } from '../db/writerLock.js';
-import { startHttpServer } from '../http/server.js';
 import { systemClock } from '../lib/clock.js';
 import { createLogger } from '../lib/logger.js';
+import { serveService } from './serve.js';
 import { createService } from './service.js';
 import { removeLocalEndpoints, startLocalCluster, writeLocalEndpoints } from '../chain/embedded/localCluster.js';
 
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   const service = await createService(config, { logger, clock: systemClock });
   let listening;
   try {
-    listening = await startHttpServer({ fetch: service.app.fetch, fastPath: service.fastPath, port: config.port, hostname: config.host, limits: config.http });
+    listening = await serveService(service, { port: config.port, hostname: config.host, limits: config.http });
   } catch (error) {
     await service.stop().catch(() => undefined);
     const reason = bindFailure(error, config.port, config.host);
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
     // Printed once, on a line of its own, so a newcomer can copy it; only its hash is stored.
     process.stdout.write(`\nDevelopment API key (owner "dev", all scopes) — shown once, keep it:\n${developmentKey.key}\n\n`);
   }
+  // The workers start one per event-loop turn (a restart's backlog never holds the port's first answers).
   service.start();
   logger.info({ port, host: config.host, chain: service.chain.kind, env: config.nodeEnv }, 'launch service listening');
 

@@ -66,7 +66,16 @@ export interface Service {
    * (call it after the port is bound, so a failed start does not lose the key); else undefined.
    */
   createDevelopmentKey(): Promise<CreatedKey | undefined>;
-  /** Starts the background workers (runner, dispatcher, cache refresh). */
+  /**
+   * Runs the health checks once, so the first `GET /api/health` after the port opens is answered
+   * from a report (call it before listening).
+   */
+  warmUp(): Promise<void>;
+  /**
+   * Starts the background workers (runner, dispatcher, cache refresh), one per turn of the event
+   * loop from the next one on, so connections accepted meanwhile are answered between their first
+   * turns (the backlog a restart resumes is worked in slices, never as one long task).
+   */
   start(): void;
   /** Stops the workers in reverse order and closes the chain and the database. */
   stop(): Promise<void>;
@@ -294,7 +303,9 @@ export async function createService(
     app.route('/mcp', createMcpRoutes({ db, version: config.version, fetch: (request) => app.fetch(request) }));
 
     let started = false;
+    let stopped = false;
     let janitor: NodeJS.Timeout | undefined;
+    let nextStart: NodeJS.Immediate | undefined;
     const purgeKeys = () =>
       purgeExpiredIdempotencyKeys(db, clock.now()).catch((error: unknown) => logger.warn({ err: error }, 'idempotency key purge failed'));
     return {
@@ -309,21 +320,35 @@ export async function createService(
       breakers: webhooks.breakers,
       retention,
       createDevelopmentKey: () => ensureDevelopmentKey(db, { production: config.production, now: clock.now() }),
+      warmUp: async () => void (await health()),
       start() {
         if (started) return;
         started = true;
-        cache.start();
-        webhooks.start();
-        launchRunner.start();
-        watcher.start();
-        void wakeups.start();
-        retention.start();
-        // Idempotency keys are kept 24 h; sweep the expired ones hourly.
-        void purgeKeys();
-        janitor = setInterval(() => void purgeKeys(), 3600_000);
-        janitor.unref();
+        const starts = [
+          () => cache.start(),
+          () => webhooks.start(),
+          () => launchRunner.start(),
+          () => watcher.start(),
+          () => void wakeups.start(),
+          () => retention.start(),
+          () => {
+            // Idempotency keys are kept 24 h; sweep the expired ones hourly.
+            void purgeKeys();
+            janitor = setInterval(() => void purgeKeys(), 3600_000);
+            janitor.unref();
+          },
+        ];
+        const startNext = () => {
+          nextStart = undefined;
+          if (stopped) return;
+          starts.shift()?.();
+          if (starts.length > 0) nextStart = setImmediate(startNext);
+        };
+        nextStart = setImmediate(startNext);
       },
       async stop() {
+        stopped = true;
+        if (nextStart) clearImmediate(nextStart);
         clearInterval(janitor);
         await retention.stop();
         cache.stop();
