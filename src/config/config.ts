@@ -69,6 +69,10 @@ export interface Config {
     testSecret: string;
     maxInFlight: number;
     maxInFlightPerHost: number;
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT; unset: the per-host cap. */
+    maxInFlightPerEndpoint?: number;
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_OWNER; unset: half of WEBHOOK_MAX_IN_FLIGHT. */
+    maxInFlightPerOwner?: number;
     leaseMs: number;
     pollIntervalMs: number;
   };
@@ -141,6 +145,12 @@ function intVar(env: Env, name: string, fallback: number, min: number, max: numb
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** An integer setting whose default is derived from others (undefined when unset). */
+function optionalIntVar(env: Env, name: string, min: number, max: number): number | undefined {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? undefined : intVar(env, name, 0, min, max);
 }
 
 function durationVar(env: Env, name: string, fallback: number): number {
@@ -380,6 +390,8 @@ export function loadConfig(env: Env = process.env): Config {
       testSecret: env.WEBHOOK_TEST_SECRET && env.WEBHOOK_TEST_SECRET !== '' ? env.WEBHOOK_TEST_SECRET : 'whsec_test_signing_secret',
       maxInFlight: intVar(env, 'WEBHOOK_MAX_IN_FLIGHT', 64, 1, 10_000),
       maxInFlightPerHost: intVar(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_HOST', 8, 1, 1000),
+      maxInFlightPerEndpoint: optionalIntVar(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 1, 1000),
+      maxInFlightPerOwner: optionalIntVar(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_OWNER', 1, 10_000),
       leaseMs: durationVar(env, 'WEBHOOK_LEASE_MS', 60_000),
       pollIntervalMs: durationVar(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000),
     },

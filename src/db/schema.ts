@@ -107,6 +107,8 @@ export interface DeliveriesTable {
   completed_at: number | null;
   /** The owner's webhook endpoint this delivery goes to; null for the launch's own webhookUrl. */
   endpoint_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The owner whose share of delivery slots this delivery takes (the launch's owner; an owner's own events' owner). */
+  owner: ColumnType<string, string | undefined, string>;
 }
 
 export interface WebhookEndpointsTable {

@@ -15,6 +15,7 @@ import { maxAttempts } from './schedule.js';
 import type { SettleInput, SettleResult } from './settle.js';
 import { settleAndClaim } from './settleAndClaim.js';
 import { buildDeliveryHeaders } from './signature.js';
+import { createEndpointPace } from './endpointPace.js';
 import type { ClaimArgs } from './sql/claimDeliveries.js';
 import type { ClaimedDelivery, DeliveryOffer } from './sql/claimWork.js';
 import type { LeaseOfferedArgs } from './sql/leaseOffered.js';
@@ -26,6 +27,14 @@ export interface DispatcherOptions {
   retrySchedule: readonly number[];
   maxInFlight: number;
   maxInFlightPerHost: number;
+  /** Per-endpoint in-flight cap over every dispatcher's live leases (default: the per-host cap), lowered while an endpoint answers slowly (endpointPace.ts). */
+  maxInFlightPerEndpoint?: number;
+  /**
+   * Attempts of one owner this dispatcher sends at once, at most (default: `maxInFlight` less a
+   * quarter of it, rounded down), so slots stay free for other owners while one owner's receivers
+   * answer slowly; it holds at most `lookahead` more claimed ahead.
+   */
+  maxInFlightPerOwner?: number;
   leaseMs: number;
   pollIntervalMs: number;
   /** Deliveries claimed ahead beyond the free in-flight slots, waiting in the local queue (default a quarter of `maxInFlight`). */
@@ -114,6 +123,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const attempts = maxAttempts(options.retrySchedule);
   const lookahead = options.lookahead ?? Math.ceil(options.maxInFlight / 4);
   const stopGraceMs = options.stopGraceMs ?? 5_000;
+  const perEndpointCap = options.maxInFlightPerEndpoint ?? options.maxInFlightPerHost;
+  const perOwnerCap = Math.min(options.maxInFlight, options.maxInFlightPerOwner ?? options.maxInFlight - Math.floor(options.maxInFlight / 4));
+  /** Each endpoint's cap, lowered while it answers slowly. */
+  const pace = createEndpointPace(perEndpointCap);
 
   /**
    * Every delivery this dispatcher holds a lease on (queued, being sent, being settled): never
@@ -125,6 +138,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const queue: Item[] = [];
   let sending = 0;
   const sendingByHost = new Map<string, number>();
+  const sendingByOwner = new Map<string, number>();
   /** When each attempt being sent now was started (performance.now()). */
   const sentAt = new Map<Item, number>();
   const settles: PendingSettle[] = [];
@@ -146,7 +160,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
    * `offered` — or comes due later (a retry), and the ordinary claim runs only when it may find
    * something, and at least once a poll interval for retries coming due. Before, every turn
    * searched: while events arrived one at a time (a launch's steps) most searches found nothing, and
-   * each cost the host walk and the candidate read (~0.15 ms). On PostgreSQL other instances add
+   * each cost the lane walk and the candidate read (~0.15 ms). On PostgreSQL other instances add
    * deliveries unannounced: every claiming turn searches, and offers are not taken.
    */
   let claimable = true;
@@ -212,11 +226,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (search || adopt) {
       let room = options.maxInFlight + lookahead - (held.size - batch.length);
       const throttled = (n: number) => (deps.busy?.() ? Math.min(n, options.maxInFlightPerHost) : n);
+      const caps = { perHostCap: options.maxInFlightPerHost, perEndpointCap, endpointCaps: pace.lowered(), perOwnerCap: perOwnerCap + lookahead, ownerHeld: heldByOwner(batch) };
       if (adopt) {
         const blocked = new Set(breakers.blockedEndpoints());
-        offerArgs = { owner: id, now, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, maxAttempts: attempts, limit: throttled(room), admits: (endpoint) => !blocked.has(endpoint), offers };
+        offerArgs = { owner: id, now, leaseMs: options.leaseMs, ...caps, maxAttempts: attempts, limit: throttled(room), admits: (endpoint) => !blocked.has(endpoint), offers };
       } else {
-        const base = { owner: id, now, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, maxAttempts: attempts, running: lapsing(now) };
+        const base = { owner: id, now, leaseMs: options.leaseMs, ...caps, maxAttempts: attempts, running: lapsing(now) };
         for (const endpoint of breakers.trialEndpoints()) {
           if (room <= 0 || !breakers.beginTrial(endpoint)) continue;
           trials.push(endpoint);
@@ -259,7 +274,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (offerArgs && (out.offersLeft > 0 || out.error !== undefined)) claimable = true;
     if (search && out.error === undefined && notified === notifiedBefore) {
       const got = out.claimed[trials.length]?.length ?? 0; // (held now counts what this turn claimed)
-      claimable = trials.length > 0 || generalLimit === 0 || got >= generalLimit || breakers.blockedEndpoints().length > 0 || hostAtCap();
+      claimable = trials.length > 0 || generalLimit === 0 || got >= generalLimit || breakers.blockedEndpoints().length > 0 || atSomeCap();
     } else if (!search && claimable && prepError === undefined && out.error === undefined && !stopping && poll.isRunning()) {
       poll.wake(); // this turn did not search, and left something to (a retry already due, an offer without a slot)
     }
@@ -286,7 +301,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   /**
    * Attempts that finished are settled together (and, while running, with the next claim) on the
    * next turn of the event loop once no attempt sent in the last {@link YOUNG_MS} is still out, or
-   * after {@link FLUSH_WAIT_MS}: a turn's begin, host walk and commit cost the same for one row as
+   * after {@link FLUSH_WAIT_MS}: a turn's begin, lane walk and commit cost the same for one row as
    * for eight, so a fast receiver's answers, which arrive within a few ms of each other, share one.
    * An attempt out longer than that (a slow or dead receiver) does not hold the others' turn: one
    * customer's hanging endpoint must not slow another's deliveries.
@@ -307,15 +322,35 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     flushNow();
   }
 
-  /** Some host has as many deliveries held by this dispatcher as its cap allows: its settles free slots a claim can fill. */
-  function hostAtCap(): boolean {
+  /**
+   * Some host, endpoint or owner has as many deliveries held by this dispatcher as its cap allows:
+   * its settles free slots a claim can fill.
+   */
+  function atSomeCap(): boolean {
     const byHost = new Map<string, number>();
+    const byEndpoint = new Map<string, number>();
+    const byOwner = new Map<string, number>();
     for (const item of held.values()) {
-      const n = (byHost.get(item.host) ?? 0) + 1;
-      if (n >= options.maxInFlightPerHost) return true;
-      byHost.set(item.host, n);
+      const h = (byHost.get(item.host) ?? 0) + 1;
+      const e = (byEndpoint.get(item.endpoint) ?? 0) + 1;
+      const o = (byOwner.get(item.ctx.owner) ?? 0) + 1;
+      if (h >= options.maxInFlightPerHost || e >= pace.capOf(item.endpoint) || o >= perOwnerCap + lookahead) return true;
+      byHost.set(item.host, h);
+      byEndpoint.set(item.endpoint, e);
+      byOwner.set(item.ctx.owner, o);
     }
     return false;
+  }
+
+  /** Deliveries of each owner this dispatcher holds, those being settled in this turn left out (their slots are free once it commits). */
+  function heldByOwner(settling: readonly PendingSettle[]): Map<string, number> {
+    const gone = new Set(settling.map((s) => s.input.delivery.id));
+    const byOwner = new Map<string, number>();
+    for (const item of held.values()) {
+      if (gone.has(item.id)) continue;
+      byOwner.set(item.ctx.owner, (byOwner.get(item.ctx.owner) ?? 0) + 1);
+    }
+    return byOwner;
   }
 
   /** Some attempt sent less than YOUNG_MS ago is still out. */
@@ -368,8 +403,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   /** Sends queued deliveries while slots are free. */
   function startQueued(): void {
     while (queue.length > 0 && sending < options.maxInFlight && !closed) {
-      // The claim keeps a host's leases within its cap, so the head almost always fits.
-      const index = queue.findIndex((item) => (sendingByHost.get(item.host) ?? 0) < options.maxInFlightPerHost);
+      // The claim keeps a host's leases within its cap, so the head almost always fits; an owner
+      // already sending its share waits, leaving the slot to the next owner's delivery.
+      const index = queue.findIndex((item) => (sendingByHost.get(item.host) ?? 0) < options.maxInFlightPerHost && (sendingByOwner.get(item.ctx.owner) ?? 0) < perOwnerCap);
       if (index < 0) return;
       const [item] = queue.splice(index, 1);
       if (item) start(item);
@@ -388,6 +424,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
     sending += 1;
     sendingByHost.set(item.host, (sendingByHost.get(item.host) ?? 0) + 1);
+    sendingByOwner.set(item.ctx.owner, (sendingByOwner.get(item.ctx.owner) ?? 0) + 1);
     sentAt.set(item, performance.now());
     attempt(item, now)
       .catch((error: unknown) => {
@@ -439,6 +476,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         // and sent it meanwhile.
         const mayResend = () => resendable(item);
         outcome = await breakers.execute(item.endpoint, item.trial, () => deps.client.send({ url: item.url, body: ctx.body, headers, mayResend }));
+        // How long the endpoint took, unless the attempt never reached it or our own lag made it slow.
+        if (!outcome.serviceFault && outcome.errorClass !== 'blocked_destination') pace.record(item.endpoint, outcome.durationMs);
       }
     } finally {
       sending -= 1;
@@ -446,6 +485,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       const n = (sendingByHost.get(item.host) ?? 1) - 1;
       if (n > 0) sendingByHost.set(item.host, n);
       else sendingByHost.delete(item.host);
+      const o = (sendingByOwner.get(ctx.owner) ?? 1) - 1;
+      if (o > 0) sendingByOwner.set(ctx.owner, o);
+      else sendingByOwner.delete(ctx.owner);
       startQueued(); // a slot is free: the next claimed-ahead delivery goes out at once
     }
     if (closed) return;

@@ -96,6 +96,8 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       retrySchedule: webhooks.retrySchedule,
       maxInFlight: webhooks.maxInFlight,
       maxInFlightPerHost: webhooks.maxInFlightPerHost,
+      maxInFlightPerEndpoint: webhooks.maxInFlightPerEndpoint,
+      maxInFlightPerOwner: webhooks.maxInFlightPerOwner,
       leaseMs,
       pollIntervalMs: webhooks.pollIntervalMs,
     },

@@ -135,7 +135,7 @@ export async function recordOwnerEvent(trx: DbOrTx, clock: Clock, input: EventTo
   const endpoints = await endpointsStatement.rows(trx, { owner: input.owner });
   const rows = endpoints
     .filter((endpoint) => filterMatches(JSON.parse(endpoint.events) as string[], envelope.event))
-    .map((endpoint) => deliveryRow(newSortableId('dlv', now), now, envelope.id, key, endpoint.url, endpoint.id));
+    .map((endpoint) => deliveryRow(newSortableId('dlv', now), now, envelope.id, key, input.owner, endpoint.url, endpoint.id));
   await insertRows(trx, insertDeliveriesStatement, rows);
   return { eventId: envelope.id, sequence: envelope.sequence, deliveryId: rows[0]?.id ?? '', envelope };
 }
@@ -189,7 +189,7 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
         ctx: { deliveryId: row.id, launchId: target.launchId, owner: target.owner, eventId: envelope.id, event: envelope.event, sequence: envelope.sequence, body: eventRow.body, requestId: eventRow.request_id, ...secrets },
       });
     };
-    const own = deliveryRow(deliveryId, now, envelope.id, target.launchId, target.webhookUrl, null);
+    const own = deliveryRow(deliveryId, now, envelope.id, target.launchId, target.owner, target.webhookUrl, null);
     rows.push(own);
     if (target.webhookSecretSealed === undefined) {
       if (handoff) handoff.complete = false;
@@ -198,7 +198,7 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
     }
     for (const endpoint of endpoints) {
       if (!filterMatches(endpoint.events, envelope.event)) continue;
-      const row = deliveryRow(newSortableId('dlv', now), now, envelope.id, target.launchId, endpoint.url, endpoint.id);
+      const row = deliveryRow(newSortableId('dlv', now), now, envelope.id, target.launchId, target.owner, endpoint.url, endpoint.id);
       rows.push(row);
       offer(row, {
         secretSealed: endpoint.secret_enc,
@@ -274,6 +274,7 @@ const insertDeliveriesStatement = multiRowInsert('deliveries', [
   'updated_at',
   'completed_at',
   'endpoint_id',
+  'owner',
 ]);
 
 /** The owner's enabled webhook endpoints (as `enabledEndpointsOf`) with their sealed secrets (for a handoff), compiled once. */
@@ -303,11 +304,12 @@ function keysOf(url: string): { host: string; endpoint: string } {
 }
 
 /** A pending delivery row, due at once. */
-function deliveryRow(id: string, now: number, eventId: string, launchId: string, url: string, endpointId: string | null): NewDelivery {
+function deliveryRow(id: string, now: number, eventId: string, launchId: string, owner: string, url: string, endpointId: string | null): NewDelivery {
   return {
     id,
     event_id: eventId,
     launch_id: launchId,
+    owner,
     url,
     ...keysOf(url),
     status: 'pending',
@@ -330,6 +332,12 @@ function deliveryRow(id: string, now: number, eventId: string, launchId: string,
  */
 export async function insertDelivery(trx: DbOrTx, now: number, eventId: string, launchId: string, url: string, endpointId: string | null = null): Promise<string> {
   const id = newSortableId('dlv', now);
-  await trx.insertInto('deliveries').values(deliveryRow(id, now, eventId, launchId, url, endpointId)).execute();
+  let owner = streamOwner(launchId);
+  if (owner === undefined) {
+    const launch = await trx.selectFrom('launches').select('owner').where('id', '=', launchId).executeTakeFirst();
+    if (!launch) throw new Error(`insertDelivery: no launch ${launchId}`);
+    owner = launch.owner;
+  }
+  await trx.insertInto('deliveries').values(deliveryRow(id, now, eventId, launchId, owner, url, endpointId)).execute();
   return id;
 }

@@ -48,7 +48,7 @@ describe('dispatcher loop', () => {
   });
 
   describe('turns that only settle (SQLite: this process adds every delivery it could claim)', () => {
-    /** Counts the claim's host walks run while `body` runs (every statement goes through better-sqlite3's Statement). */
+    /** Counts the claim's lane walks run while `body` runs (every statement goes through better-sqlite3's Statement). */
     async function countingHostWalks(body: () => Promise<void>): Promise<number> {
       const probe = new SqliteDatabase(':memory:');
       const proto = Object.getPrototypeOf(probe.prepare('select 1')) as Record<'all' | 'run' | 'get', (...args: unknown[]) => unknown>;
@@ -58,7 +58,7 @@ describe('dispatcher loop', () => {
       for (const method of ['all', 'run', 'get'] as const) {
         const original = originals[method];
         proto[method] = function (this: { source: string }, ...args: unknown[]) {
-          if (this.source.includes('with recursive hosts')) walks += 1;
+          if (this.source.includes('with recursive endpoints')) walks += 1;
           return original.apply(this, args);
         };
       }

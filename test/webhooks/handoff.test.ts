@@ -21,7 +21,7 @@ async function waitFor(predicate: () => boolean, timeoutMs = 3_000): Promise<voi
   }
 }
 
-/** Counts the statements of the ordinary claim (the host walk, the context read) run while `body` runs. */
+/** Counts the statements of the ordinary claim (the lane walk, the context read) run while `body` runs. */
 async function countingSearches(body: () => Promise<void>): Promise<{ walks: number; contextReads: number }> {
   const probe = new SqliteDatabase(':memory:');
   const proto = Object.getPrototypeOf(probe.prepare('select 1')) as Record<'all' | 'run' | 'get', (...args: unknown[]) => unknown>;
@@ -31,7 +31,7 @@ async function countingSearches(body: () => Promise<void>): Promise<{ walks: num
   for (const method of ['all', 'run', 'get'] as const) {
     const original = originals[method];
     proto[method] = function (this: { source: string }, ...args: unknown[]) {
-      if (this.source.includes('with recursive hosts')) seen.walks += 1;
+      if (this.source.includes('with recursive endpoints')) seen.walks += 1;
       if (this.source.includes('inner join outbox_events e on e.id = d.event_id')) seen.contextReads += 1;
       return original.apply(this, args);
     };

@@ -17,6 +17,7 @@ import * as m031 from './031_retention_indexes.js';
 import * as m035 from './035_step_waiting.js';
 import * as m020 from './020_funding.js';
 import * as m021 from './021_owner_events.js';
+import * as m022 from './022_delivery_owner_lanes.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -38,6 +39,7 @@ export const migrations: Record<string, Migration> = {
   '035_step_waiting': m035,
   '020_funding': m020,
   '021_owner_events': m021,
+  '022_delivery_owner_lanes': m022,
 };
 
 export const migrationProvider: MigrationProvider = {

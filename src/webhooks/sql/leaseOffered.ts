@@ -8,6 +8,14 @@ export interface LeaseOfferedArgs {
   leaseMs: number;
   /** Per-host in-flight cap, counting live leases of every dispatcher (as the claim does). */
   perHostCap: number;
+  /** Per-endpoint in-flight cap, the same way (default: the per-host cap). */
+  perEndpointCap?: number;
+  /** Lower caps of some endpoints (slow ones), by endpoint. */
+  endpointCaps?: ReadonlyMap<string, number>;
+  /** At most this many deliveries of one owner held by this dispatcher (default: no bound). */
+  perOwnerCap?: number;
+  /** Deliveries of each owner this dispatcher holds now. */
+  ownerHeld?: ReadonlyMap<string, number>;
   maxAttempts: number;
   /** At most this many are leased (the dispatcher's free slots). */
   limit: number;
@@ -25,9 +33,11 @@ export interface LeaseOfferedResult {
 /**
  * Leases, by id, deliveries this process has just committed and handed to its dispatcher
  * (SQLite, where this process is the only writer): the conditions of the claim (pending, due, no
- * live lease, attempts left; the host's live leases of every dispatcher under its cap, the global
- * slots, a closed breaker), the same lease, counted attempt and new fencing token, without walking
- * the hosts, reading candidates or reading what the attempt needs — the offer carries it. The lease
+ * live lease, attempts left; the host's and the endpoint's live leases of every dispatcher under
+ * their caps, the owner's held deliveries under its cap, the global slots, a closed breaker; offers
+ * taken round-robin by owner, the one holding the fewest first), the same lease, counted attempt and
+ * new fencing token, without walking the lanes, reading candidates or reading what the attempt
+ * needs — the offer carries it. The lease
  * also checks that what the offer says still holds: the row's URL, and the secret it would be
  * signed with (the endpoint's, or the launch's): a destination changed since the commit (`PATCH
  * /launches/:id`, a rotated endpoint secret) leaves the delivery to an ordinary claim, which reads
@@ -38,19 +48,27 @@ export async function leaseOffered(db: DbOrTx, args: LeaseOfferedArgs): Promise<
   const claimed: ClaimedDelivery[] = [];
   let left = 0;
   const busy = new Map<string, number>();
+  const endpointBusy = new Map<string, number>();
+  const ownerLoad = new Map(args.ownerHeld ?? []);
+  const perOwnerCap = args.perOwnerCap ?? Infinity;
+  const perEndpointCap = args.perEndpointCap ?? args.perHostCap;
   const leaseExpiresAt = args.now + args.leaseMs;
-  for (const offer of args.offers) {
-    if (claimed.length >= args.limit || !args.admits(offer.endpoint)) {
+  for (const offer of fairOrder(args.offers, ownerLoad)) {
+    const owner = offer.ctx.owner;
+    if (claimed.length >= args.limit || !args.admits(offer.endpoint) || (ownerLoad.get(owner) ?? 0) >= perOwnerCap) {
       left += 1;
       continue;
     }
     let n = busy.get(offer.host);
-    if (n === undefined) {
-      const { rows } = await execSql<{ n: number }>(db, BUSY_TEXT, [offer.host, args.now]);
-      n = Number(rows[0]?.n ?? 0);
+    let e = endpointBusy.get(offer.endpoint);
+    if (n === undefined || e === undefined) {
+      const { rows } = await execSql<{ n: number; e: number | null }>(db, BUSY_TEXT, [offer.endpoint, offer.host, args.now]);
+      n ??= Number(rows[0]?.n ?? 0);
+      e ??= Number(rows[0]?.e ?? 0);
     }
-    if (n >= args.perHostCap) {
-      busy.set(offer.host, n);
+    busy.set(offer.host, n);
+    endpointBusy.set(offer.endpoint, e);
+    if (n >= args.perHostCap || e >= Math.min(perEndpointCap, args.endpointCaps?.get(offer.endpoint) ?? perEndpointCap)) {
       left += 1;
       continue;
     }
@@ -66,16 +84,39 @@ export async function leaseOffered(db: DbOrTx, args: LeaseOfferedArgs): Promise<
       offer.ctx.secretSealed,
     ]);
     const row = rows[0];
-    busy.set(offer.host, row ? n + 1 : n);
+    if (row) {
+      busy.set(offer.host, n + 1);
+      endpointBusy.set(offer.endpoint, e + 1);
+      ownerLoad.set(owner, (ownerLoad.get(owner) ?? 0) + 1);
+    }
     if (row) claimed.push({ ...offer, attempt: Number(row.attempt_count), token: Number(row.lease_token), leaseExpiresAt });
     else left += 1;
   }
   return { claimed, left };
 }
 
-/** A host's live leases (every dispatcher's), from the partial index the claim counts them with. */
-const BUSY_TEXT = `select count(*) as n from deliveries
-    where host = ? and lease_owner is not null and status = 'pending' and lease_expires_at > ?`;
+/**
+ * Offers in the order the claim would share slots: round-robin by owner, the owner holding the
+ * fewest first (its held deliveries plus its offers before this one), commit order within an owner.
+ */
+function fairOrder(offers: readonly DeliveryOffer[], held: ReadonlyMap<string, number>): DeliveryOffer[] {
+  if (offers.length < 2) return [...offers];
+  const seen = new Map<string, number>();
+  const keyed = offers.map((offer, i) => {
+    const k = seen.get(offer.ctx.owner) ?? held.get(offer.ctx.owner) ?? 0;
+    seen.set(offer.ctx.owner, k + 1);
+    return { offer, k, i };
+  });
+  keyed.sort((a, b) => a.k - b.k || a.i - b.i);
+  return keyed.map((x) => x.offer);
+}
+
+/**
+ * A host's live leases (every dispatcher's), and those of one endpoint of it, from the partial index
+ * the claim counts them with; `+status` keeps SQLite's planner on that index.
+ */
+const BUSY_TEXT = `select count(*) as n, sum(case when endpoint = ? then 1 else 0 end) as e from deliveries
+    where host = ? and lease_owner is not null and +status = 'pending' and lease_expires_at > ?`;
 
 /**
  * The claim's lease of one delivery, under the claim's conditions, while its URL and signing secret
