@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
+import { Logger, runMigrations } from 'graphile-worker';
 import pg from 'pg';
 import { Connection, Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { request } from 'undici';
@@ -13,7 +14,8 @@ import { createApiKey } from '../../src/auth/apiKeys.js';
 import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { migrateToLatest, openDatabase, openPostgres } from '../../src/db/database.js';
 import { measureDispatcher } from './dispatch.js';
-import { insertBenchLaunch, prefillOutbox } from './fixtures.js';
+import { BENCH_SECRET, insertBenchLaunch, prefillOutbox } from './fixtures.js';
+import { postgresCpuReader, processCpuMs } from './procCpu.js';
 import { startBenchReceiver } from './receiver.js';
 import { result, type BenchResult } from './types.js';
 
@@ -30,8 +32,8 @@ async function admin(statement: string): Promise<void> {
   }
 }
 
-async function startChild(env: Record<string, string>): Promise<{ child: ChildProcess; go(): void; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(import.meta.dirname, 'dispatchChild.ts')], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+async function startChild(env: Record<string, string>, script = 'dispatchChild.ts'): Promise<{ child: ChildProcess; go(): void; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(import.meta.dirname, script)], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
@@ -49,17 +51,55 @@ async function startChild(env: Record<string, string>): Promise<{ child: ChildPr
   };
 }
 
-/**
- * Deliveries/s of `instances` dispatcher processes draining one pre-filled outbox on PostgreSQL
- * (each its own process, pool and lease owner, as separate machines would be), for at most `maxMs`.
- */
-export async function measurePostgresDispatch(instances: number, count: number, maxMs: number): Promise<{ perSecond: number; delivered: number }> {
+/** Deliveries/s and CPU per delivery of one drain measured on PostgreSQL. */
+export interface PostgresDrain {
+  perSecond: number;
+  delivered: number;
+  /** CPU ms per delivery of the worker processes (ours or the peer's), and of the PostgreSQL server (undefined where /proc cannot tell). */
+  serviceCpuMs: number;
+  databaseCpuMs: number | undefined;
+}
+
+/** A fresh database on the bench's server, its URL, and its removal. */
+async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `bench_${randomBytes(6).toString('hex')}`;
   await admin(`create database ${name}`);
   const url = new URL(benchDatabaseUrl!);
   url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
+}
+
+/**
+ * Starts the children at once, waits until the receiver has `count` requests (or `maxMs`), reads
+ * the CPU the children and the database server used meanwhile (before the children stop and
+ * their backends exit), then stops them; elapsed seconds include the stop (what is in flight settles).
+ */
+async function drainWith(children: Array<Awaited<ReturnType<typeof startChild>>>, receiver: { count: number; waitFor(n: number): Promise<void> }, count: number, maxMs: number): Promise<{ seconds: number; serviceCpuMs: number; databaseCpuMs: number | undefined; received: number }> {
+  const dbCpu = await postgresCpuReader(benchDatabaseUrl!);
+  const childCpu = () => children.reduce((sum, c) => sum + (processCpuMs(c.child.pid ?? -1) ?? 0), 0);
+  const db0 = dbCpu();
+  const svc0 = childCpu();
+  const started = performance.now();
+  for (const c of children) c.go();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([receiver.waitFor(count), new Promise((resolve) => (timer = setTimeout(resolve, maxMs)))]);
+  clearTimeout(timer);
+  const svc1 = childCpu();
+  const db1 = dbCpu();
+  const received = receiver.count;
+  await Promise.all(children.map((c) => c.stop()));
+  const seconds = (performance.now() - started) / 1000;
+  return { seconds, serviceCpuMs: svc1 - svc0, databaseCpuMs: db0 === undefined || db1 === undefined ? undefined : db1 - db0, received };
+}
+
+/**
+ * Deliveries/s of `instances` dispatcher processes draining one pre-filled outbox on PostgreSQL
+ * (each its own process, pool and lease owner, as separate machines would be), for at most `maxMs`.
+ */
+export async function measurePostgresDispatch(instances: number, count: number, maxMs: number): Promise<PostgresDrain> {
+  const database = await freshDatabase();
   const dir = mkdtempSync(join(tmpdir(), 'bench-pg-'));
-  const { db, close } = openPostgres(url.toString(), { poolSize: 4 });
+  const { db, close } = openPostgres(database.url, { poolSize: 4 });
   const receiver = await startBenchReceiver();
   const children: Array<Awaited<ReturnType<typeof startChild>>> = [];
   try {
@@ -67,23 +107,53 @@ export async function measurePostgresDispatch(instances: number, count: number, 
     const secretKey = randomBytes(32);
     const launchId = await insertBenchLaunch(db, createSecretBox(secretKey), receiver.url);
     await prefillOutbox(db, launchId, receiver.url, count);
-    for (let i = 0; i < instances; i++) children.push(await startChild({ BENCH_DATABASE_URL: url.toString(), BENCH_SECRET_KEY: secretKey.toString('base64'), DATA_DIR: join(dir, `i${i}`) }));
-    const started = performance.now();
-    for (const c of children) c.go();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([receiver.waitFor(count), new Promise((resolve) => (timer = setTimeout(resolve, maxMs)))]);
-    clearTimeout(timer);
-    await Promise.all(children.map((c) => c.stop()));
-    const seconds = (performance.now() - started) / 1000;
+    for (let i = 0; i < instances; i++) children.push(await startChild({ BENCH_DATABASE_URL: database.url, BENCH_SECRET_KEY: secretKey.toString('base64'), DATA_DIR: join(dir, `i${i}`) }));
+    const run = await drainWith(children, receiver, count, maxMs);
     const delivered = Number((await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow()).n);
-    if (delivered === 0) throw new Error('postgres dispatch bench: nothing delivered');
-    return { perSecond: delivered / seconds, delivered };
+    const logged = Number((await db.selectFrom('delivery_attempts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    if (delivered === 0 || logged < delivered) throw new Error(`postgres dispatch bench: ${delivered} delivered, ${logged} attempts logged`);
+    return { perSecond: delivered / run.seconds, delivered, serviceCpuMs: run.serviceCpuMs / run.received, databaseCpuMs: run.databaseCpuMs === undefined ? undefined : run.databaseCpuMs / run.received };
   } finally {
     await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
     await receiver.close();
     await close();
-    await admin(`drop database if exists ${name} with (force)`);
+    await database.drop();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The peer: graphile-worker (its own process, `concurrency` jobs at a time) on a fresh database of
+ * the same server, `count` jobs queued before the clock starts, each doing the dispatcher's
+ * per-delivery work (scripts/bench/peerChild.ts) against the same kind of receiver.
+ */
+export async function measurePeer(concurrency: number, count: number, maxMs: number): Promise<PostgresDrain> {
+  const database = await freshDatabase();
+  const receiver = await startBenchReceiver();
+  const children: Array<Awaited<ReturnType<typeof startChild>>> = [];
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    await runMigrations({ connectionString: database.url, logger: new Logger(() => () => undefined) });
+    await client.query('create table peer_attempts (id text primary key, job_id text not null, event_id text not null, attempt integer not null, outcome text not null, status_code integer, duration_ms integer not null, started_at bigint not null)');
+    const secretKey = randomBytes(32);
+    const sealed = createSecretBox(secretKey).seal(BENCH_SECRET);
+    await client.query(
+      `select graphile_worker.add_job('deliver', json_build_object('id', 'evt_' || i, 'event', 'launch.step_complete', 'timestamp', now()::text, 'launchId', 'lch_bench', 'sequence', i,
+         'data', '{"step":"create_mint","index":0,"total":3,"transactions":[]}'::json, 'url', $1::text, 'sealedSecret', $2::text), max_attempts := 25)
+       from generate_series(1, $3::int) i`,
+      [receiver.url, sealed, count],
+    );
+    children.push(await startChild({ BENCH_DATABASE_URL: database.url, BENCH_SECRET_KEY: secretKey.toString('base64'), PEER_CONCURRENCY: String(concurrency) }, 'peerChild.ts'));
+    const run = await drainWith(children, receiver, count, maxMs);
+    const delivered = Number((await client.query<{ n: string }>("select count(distinct event_id) as n from peer_attempts where outcome = 'success'")).rows[0]?.n ?? 0);
+    if (delivered === 0) throw new Error('peer bench: nothing delivered');
+    return { perSecond: delivered / run.seconds, delivered, serviceCpuMs: run.serviceCpuMs / run.received, databaseCpuMs: run.databaseCpuMs === undefined ? undefined : run.databaseCpuMs / run.received };
+  } finally {
+    await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
+    await client.end();
+    await receiver.close();
+    await database.drop();
   }
 }
 
@@ -185,26 +255,54 @@ export async function measureSharedChainPipeline(options: { instances: number; c
   }
 }
 
+const ms = (n: number | undefined) => (n === undefined ? '?' : n.toFixed(2));
+const cpuNote = (d: PostgresDrain) => `${ms(d.serviceCpuMs)} + ${ms(d.databaseCpuMs)} ms`;
+
 /**
- * `postgres`: the dispatcher on PostgreSQL with one and two instances (processes), each beside the
- * SQLite dispatcher measured in the same run (the baseline). Skipped, with a line, without a server.
+ * `postgres`: the dispatcher on PostgreSQL with one and two instances (processes) beside the peer,
+ * graphile-worker on the same server doing the same per-delivery work at its best of
+ * {@link PEER_CONCURRENCIES}, and beside the SQLite dispatcher, all in the same run; with CPU per
+ * delivery (the workers' processes + the PostgreSQL server's). Skipped, with a line, without a server.
  */
 export async function benchPostgres(count = 3000, maxMs = 10_000): Promise<{ results: BenchResult[]; note: string }> {
   if (!benchDatabaseUrl) return { results: [], note: 'skipped: set BENCH_DATABASE_URL (or TEST_DATABASE_URL) to a PostgreSQL server' };
   const sqlite = await measureDispatcher(count, maxMs);
+  const peers: Array<PostgresDrain & { concurrency: number }> = [];
+  for (const concurrency of PEER_CONCURRENCIES) peers.push({ ...(await measurePeer(concurrency, count, maxMs)), concurrency });
   const one = await measurePostgresDispatch(1, count, maxMs);
   const two = await measurePostgresDispatch(2, count, maxMs);
-  const launches = 60;
+  const peer = peers.reduce((a, b) => (b.perSecond > a.perSecond ? b : a));
+  const cpu = (d: PostgresDrain) => d.serviceCpuMs + (d.databaseCpuMs ?? 0);
+  return {
+    results: [
+      result('dispatch-pg-peer', peer.perSecond, 'deliveries/s', 0),
+      result('dispatch-pg-1', one.perSecond, 'deliveries/s', peer.perSecond),
+      result('dispatch-pg-2', two.perSecond, 'deliveries/s', peer.perSecond),
+      result('dispatch-pg-1-sqlite', one.perSecond, 'deliveries/s', sqlite.perSecond),
+      result('dispatch-pg-2-vs-1', two.perSecond, 'deliveries/s', one.perSecond),
+      result('dispatch-pg-1-cpu', cpu(one), 'ms/delivery', cpu(peer)),
+      result('dispatch-pg-2-cpu', cpu(two), 'ms/delivery', cpu(peer)),
+    ],
+    note:
+      `backlog ${count} events to one host, every attempt logged; baseline of -1/-2 and -cpu: graphile-worker on the same server, best of concurrency ${peers.map((p) => `${p.concurrency}: ${Math.round(p.perSecond)}/s (${cpuNote(p)})`).join(', ')}; ` +
+      `CPU per delivery (service + database): ours 1 instance ${cpuNote(one)}, 2 instances ${cpuNote(two)}; -sqlite: the SQLite dispatcher in one process, ${Math.round(sqlite.perSecond)}/s`,
+  };
+}
+
+/** Concurrencies the peer runs at; its best is the baseline. */
+const PEER_CONCURRENCIES = [8, 32];
+
+/**
+ * `postgres-pipeline`: launches through one and two service processes on one PostgreSQL database
+ * and one chain process, beside one SQLite service on the same kind of chain.
+ */
+export async function benchPostgresPipeline(launches = 60): Promise<{ results: BenchResult[]; note: string }> {
+  if (!benchDatabaseUrl) return { results: [], note: 'skipped: set BENCH_DATABASE_URL (or TEST_DATABASE_URL) to a PostgreSQL server' };
   const pipeSqlite = await measureSharedChainPipeline({ instances: 1, count: launches, postgres: false });
   const pipe1 = await measureSharedChainPipeline({ instances: 1, count: launches, postgres: true });
   const pipe2 = await measureSharedChainPipeline({ instances: 2, count: launches, postgres: true });
   return {
-    results: [
-      result('dispatch-pg-1', one.perSecond, 'deliveries/s', sqlite.perSecond),
-      result('dispatch-pg-2', two.perSecond, 'deliveries/s', sqlite.perSecond),
-      result('pipeline-pg-1', pipe1, 'launches/s', pipeSqlite),
-      result('pipeline-pg-2', pipe2, 'launches/s', pipeSqlite),
-    ],
-    note: `dispatch: backlog ${count} events to one host, baseline the SQLite dispatcher in one process; pipeline: ${launches} launches through service processes on one npm run chain (RPC), baseline one SQLite service on the same kind of chain`,
+    results: [result('pipeline-pg-1', pipe1, 'launches/s', pipeSqlite), result('pipeline-pg-2', pipe2, 'launches/s', pipeSqlite)],
+    note: `${launches} launches through service processes on one npm run chain (RPC), baseline one SQLite service on the same kind of chain`,
   };
 }

@@ -7,7 +7,7 @@ import { benchHealth } from './health.js';
 import { benchIsolation } from './isolation.js';
 import { benchLatency } from './latency.js';
 import { benchPipeline } from './pipeline.js';
-import { benchPostgres } from './postgres.js';
+import { benchPostgres, benchPostgresPipeline } from './postgres.js';
 import type { BenchResult, BenchRow } from './types.js';
 import { benchWatch } from './watch.js';
 
@@ -43,8 +43,13 @@ const goals: Record<string, Goal> = {
   'watch-event-latency-p99': { text: '≤ 3000 ms', met: (r) => r.value <= 3000 },
   'watch-event-latency-p50': { text: '(reported)', met: () => true },
   'watch-reads-per-event': { text: '(reported)', met: () => true },
-  'dispatch-pg-1': { text: '(reported)', met: () => true },
+  'dispatch-pg-peer': { text: '(reported)', met: () => true },
+  'dispatch-pg-1': { text: 'ratio ≥ 1.0', met: (r) => r.ratio >= 1 },
   'dispatch-pg-2': { text: '(reported)', met: () => true },
+  'dispatch-pg-1-sqlite': { text: 'ratio ≥ 0.5', met: (r) => r.ratio >= 0.5 },
+  'dispatch-pg-2-vs-1': { text: 'ratio ≥ 1.0', met: (r) => r.ratio >= 1 },
+  'dispatch-pg-1-cpu': { text: '(reported)', met: () => true },
+  'dispatch-pg-2-cpu': { text: '(reported)', met: () => true },
   'pipeline-pg-1': { text: '(reported)', met: () => true },
   'pipeline-pg-2': { text: '(reported)', met: () => true },
   // A dropped send is resent every ~2 s: at 30 % drops the median launch loses seconds, not a blockhash lifetime (60 s+).
@@ -80,6 +85,14 @@ export const scenarios: Scenario[] = [
     run: async () => {
       const { results, note } = await benchPostgres(3000, 10_000);
       if (results.length === 0) process.stdout.write(`(postgres ${note}) `);
+      return rows(results, note);
+    },
+  },
+  {
+    name: 'postgres-pipeline',
+    run: async () => {
+      const { results, note } = await benchPostgresPipeline(60);
+      if (results.length === 0) process.stdout.write(`(postgres-pipeline ${note}) `);
       return rows(results, note);
     },
   },
