@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono';
+import { readBoundedBody } from '../lib/boundedBody.js';
 
 const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i;
 
@@ -28,25 +29,12 @@ export function formBodyGuard(options: { limitBytes: number; refuse(c: Context, 
     if (!body) return next();
     const type = c.req.header('content-type');
     const notForm = type === undefined || !FORM_TYPE.test(type);
-    const reader = body.getReader();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (notForm && size > 0) {
-        await reader.cancel().catch(() => undefined);
-        return refuse({ status: 415, message: 'Dashboard forms must be posted as application/x-www-form-urlencoded or multipart/form-data.' });
-      }
-      if (size > options.limitBytes) {
-        await reader.cancel().catch(() => undefined);
-        return refuse(tooLarge());
-      }
-      chunks.push(value);
+    const read = await readBoundedBody(body, options.limitBytes, notForm);
+    if ('refused' in read) {
+      return refuse(read.refused === 'too_large' ? tooLarge() : { status: 415, message: 'Dashboard forms must be posted as application/x-www-form-urlencoded or multipart/form-data.' });
     }
     // The stream is consumed; the route parses a buffered copy of the same bytes.
-    c.req.raw = new Request(c.req.raw, { body: Buffer.concat(chunks) });
+    c.req.raw = new Request(c.req.raw, { body: read.bytes });
     return next();
   };
 }

@@ -1,6 +1,7 @@
 import { generateSecret, standardSecretKey } from '../../packages/webhooks/src/index.js';
 import { forwardEvent, type ForwardOutcome } from './forward.js';
 import { readSse } from './sse.js';
+import { sleepUnlessAborted } from '../lib/sleep.js';
 
 export interface ListenOptions {
   /** The service, e.g. http://127.0.0.1:8080. */
@@ -72,7 +73,7 @@ export async function listen(options: ListenOptions): Promise<void> {
       if (signal.aborted) return;
       if (error instanceof ListenRefused) throw error;
       print(`Connection lost (${reasonOf(error)}); reconnecting in ${wait} ms`);
-      await sleep(wait, signal);
+      await sleepUnlessAborted(wait, signal);
       wait = Math.min(backoff.max, wait * 2);
     }
   }
@@ -102,16 +103,4 @@ function errorMessage(text: string): string | undefined {
 function reasonOf(error: unknown): string {
   const cause = (error as { cause?: { code?: string } }).cause;
   return cause?.code ?? (error instanceof Error ? error.message : String(error));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,24 +1,9 @@
-import type { Config } from '../config/config.js';
-import type { SecretBox } from '../crypto/secretBox.js';
-import type { Db } from '../db/database.js';
-import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
 import type { BreakerRegistry } from './breakerRegistry.js';
-import { createWebhookEngine, type WebhookEngine } from './engine.js';
-import type { HostLookup } from './guardedConnector.js';
+import { createWebhookEngine, type WebhookEngine, type WebhookEngineDeps } from './engine.js';
 import type { OutboxSignal } from './outbox.js';
-import type { Wakeups } from '../db/wakeups.js';
 
-export interface WebhookServiceDeps {
-  db: Db;
-  clock: Clock;
-  logger: Logger;
-  config: Pick<Config, 'production' | 'webhooks' | 'breaker'> & Partial<Pick<Config, 'endpoints'>>;
-  secretBox: SecretBox;
-  lookup?: HostLookup;
-  /** Wake-ups between instances on one PostgreSQL database (none on SQLite). */
-  wakeups?: Wakeups;
-}
+/** What the engine needs, less what it makes for itself when not given (the loop-lag monitor). */
+export type WebhookServiceDeps = Omit<WebhookEngineDeps, 'loopLag'>;
 
 /** Everything the composition root needs from the webhook side (its routes are wired in `src/app/`). */
 export interface WebhookService {

@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
+import { readBoundedBody } from '../../lib/boundedBody.js';
 import { jsonDepth, MAX_JSON_DEPTH } from '../../lib/jsonDepth.js';
 import { ApiError } from '../errors.js';
 import type { AppEnv } from '../env.js';
@@ -15,19 +16,10 @@ export function jsonBodyGuard(options: { limitBytes: number }): MiddlewareHandle
     const declared = c.req.header('content-length');
     if (declared !== undefined && Number(declared) > options.limitBytes) throw tooLarge(options.limitBytes);
     if (c.req.raw.body) {
-      const reader = c.req.raw.body.getReader();
-      const chunks: Uint8Array[] = [];
-      let size = 0;
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        size += value.byteLength;
-        if (size > options.limitBytes) {
-          await reader.cancel().catch(() => undefined);
-          throw tooLarge(options.limitBytes);
-        }
-        chunks.push(value);
-      }
+      const read = await readBoundedBody(c.req.raw.body, options.limitBytes);
+      if ('refused' in read) throw tooLarge(options.limitBytes);
+      const bytes = read.bytes;
+      const size = bytes.byteLength;
       // A body-less POST (retry, resolve) needs no content type; any body must be JSON.
       const type = c.req.header('content-type');
       if (size > 0 && (!type || !/^application\/(?:[\w.+-]+\+)?json\s*(;|$)/i.test(type))) {
@@ -38,7 +30,6 @@ export function jsonBodyGuard(options: { limitBytes: number }): MiddlewareHandle
       if (size > 0 && charset !== undefined && !/^utf-?8$/i.test(charset)) {
         throw new ApiError(415, 'unsupported_media_type', `Request bodies must be UTF-8 JSON; charset "${charset.slice(0, 40)}" is not accepted`, { charset: charset.slice(0, 40) });
       }
-      const bytes = Buffer.concat(chunks);
       // Every body, whichever route reads it: valid UTF-8 and bounded nesting.
       if (size > 0) checkJsonText(bytes);
       // The stream is consumed; hand handlers a buffered copy of the same bytes.

@@ -3,6 +3,7 @@ import { filterMatches } from '../endpoints/filters.js';
 import type { StreamEventRow } from '../sql/streamQueries.js';
 import { createEventCursor } from './eventCursor.js';
 import type { EventFeed } from './eventFeed.js';
+import { sleepUnlessAborted } from '../../lib/sleep.js';
 
 /** Where a stream writes (the SSE response). */
 export interface EventSink {
@@ -66,18 +67,6 @@ export async function streamEvents(options: StreamEventsOptions, sink: EventSink
     }
     await feed.wait(Math.max(1, Math.min(timing.pollMs, lastWrite + timing.heartbeatMs - now())), signal);
     const early = readAt + timing.minIntervalMs - now();
-    if (early > 0 && !stopped()) await pause(early, signal);
+    if (early > 0 && !stopped()) await sleepUnlessAborted(early, signal);
   }
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
