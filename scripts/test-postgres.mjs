@@ -13,7 +13,7 @@ if (!url) {
 // the PostgreSQL-only tests (wake-ups, three instances, the frozen instance) run here only; the bad-input probe runs in
 // both (PostgreSQL refuses text SQLite stores), as does the fault-injecting receiver; and the service on PostgreSQL
 // launching on `npm run chain` (chainProcess) runs in both.
-const PATHS = ['test/webhooks', 'test/launches', 'test/funding', 'test/deadLetters', 'test/http', 'test/dashboard', 'test/watcher', 'test/metrics', 'test/retention', 'test/db/postgres.test.ts', 'test/db/wakeups.test.ts', 'test/db/compiledQuery.test.ts', 'test/reliability/instances.test.ts', 'test/reliability/zombie.test.ts', 'test/reliability/badInput.test.ts', 'test/reliability/faults.test.ts', 'test/chain/chainProcess.test.ts'];
+const PATHS = ['test/webhooks', 'test/launches', 'test/funding', 'test/deadLetters', 'test/http', 'test/dashboard', 'test/watcher', 'test/metrics', 'test/retention', 'test/db/postgres.test.ts', 'test/db/wakeups.test.ts', 'test/db/compiledQuery.test.ts', 'test/db/preparedStatements.test.ts', 'test/reliability/instances.test.ts', 'test/reliability/zombie.test.ts', 'test/reliability/badInput.test.ts', 'test/reliability/faults.test.ts', 'test/chain/chainProcess.test.ts'];
 process.stdout.write(`\nPostgreSQL half of the suite: ${PATHS.join(' ')}\n`);
 const run = spawnSync('npx', ['vitest', 'run', ...PATHS], { stdio: 'inherit', env: { ...process.env, TEST_DATABASE_URL: url } });
 process.exit(run.status ?? 1);

@@ -33,7 +33,9 @@ async function admin(statement: string): Promise<void> {
 }
 
 async function startChild(env: Record<string, string>, script = 'dispatchChild.ts'): Promise<{ child: ChildProcess; go(): void; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(import.meta.dirname, script)], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  // BENCH_CPU_PROF_DIR: each child writes a V8 CPU profile there (`node --cpu-prof`) when it exits.
+  const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...prof, '--import', 'tsx', join(import.meta.dirname, script)], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));

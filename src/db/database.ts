@@ -4,6 +4,7 @@ import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { startBackgroundCheckpointer, WAL_RESTART_FRAMES, type BackgroundCheckpointer } from './checkpointer.js';
 import { DirectSqliteDialect, type StatementSource } from './directSqlite.js';
+import { preparePostgresStatements } from './sqlText.js';
 import { createWriteLockBuffer, mainWriteLock } from './writeLock.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -76,7 +77,11 @@ export function openPostgres(url: string, options: { poolSize?: number; idleTran
   // this process stalled, a restarted server): the pool listens only to idle ones, and an 'error'
   // event nobody listens to would end the process. The error reaches the transaction instead — its
   // next statement fails — and the pool discards the connection when it is released.
-  pool.on('connect', (client) => client.on('error', () => undefined));
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+    // The hot statements (sqlText.ts) are prepared once per connection.
+    preparePostgresStatements(client);
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   let closed = false;
   return {

@@ -1,0 +1,25 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { openPostgres } from '../../src/db/database.js';
+import { execSql } from '../../src/db/sqlText.js';
+import { createPostgresDatabase, onPostgres } from '../support/database.js';
+
+// PostgreSQL only: the statements execSql sends are named prepared statements on each connection.
+describe.skipIf(!onPostgres)('hot statements on PostgreSQL', () => {
+  it('are prepared once per connection and run again with each call’s values; other statements are not prepared', async () => {
+    const database = await createPostgresDatabase();
+    const { db, close } = openPostgres(database.url, { poolSize: 1 });
+    try {
+      await sql`create table items (id text primary key, n integer not null)`.execute(db);
+      await sql`insert into items values ('a', 1), ('b', 2)`.execute(db);
+      const text = 'select n from items where id = ?';
+      expect((await execSql<{ n: number }>(db, text, ['a'])).rows).toEqual([{ n: 1 }]);
+      expect((await execSql<{ n: number }>(db, text, ['b'])).rows).toEqual([{ n: 2 }]);
+      const prepared = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db);
+      expect(prepared.rows.map((r) => r.statement)).toEqual(['select n from items where id = $1']);
+    } finally {
+      await close();
+      await database.drop();
+    }
+  });
+});
