@@ -8,5 +8,7 @@ export default defineConfig({
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 2,
+    // Every process a test starts inherits this: no test fetches programs from a public cluster.
+    env: { CHAIN_CLONE_FROM: 'off' },
   },
 });

@@ -61,6 +61,13 @@ describe('configuration', () => {
     expect(refusal({ CHAIN: 'rpc' }).variable).toBe('SOLANA_RPC_URL');
     expect(refusal({ CHAIN_CLONE_FROM: 'mainnet' }).variable).toBe('CHAIN_CLONE_FROM');
     expect(loadConfig({ DATA_DIR: dir, CHAIN_CLONE_FROM: 'https://api.devnet.solana.com' }).chain.cloneFrom).toBe('https://api.devnet.solana.com');
+    // Unset: mainnet-beta in development only; `off` disables; never under test, in production, or with SOLANA_RPC_URL.
+    expect(loadConfig({ DATA_DIR: dir }).chain.cloneFrom).toBe('https://api.mainnet-beta.solana.com');
+    expect(loadConfig({ DATA_DIR: dir, NODE_ENV: 'development' }).chain.cloneFrom).toBe('https://api.mainnet-beta.solana.com');
+    expect(loadConfig({ DATA_DIR: dir, CHAIN_CLONE_FROM: 'off' }).chain.cloneFrom).toBeUndefined();
+    expect(loadConfig({ DATA_DIR: dir, NODE_ENV: 'test' }).chain.cloneFrom).toBeUndefined();
+    expect(loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', SECRET_KEY: KEY, CHAIN: 'embedded' }).chain.cloneFrom).toBeUndefined();
+    expect(loadConfig({ DATA_DIR: dir, SOLANA_RPC_URL: 'https://a.example', SOLANA_PAYER_KEYPAIR: '/x' }).chain.cloneFrom).toBeUndefined();
     const production = loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', SECRET_KEY: KEY, CHAIN: 'embedded' });
     expect(production.chain.mode).toBe('embedded');
     expect(production.chain.rpcServer).toBeUndefined();

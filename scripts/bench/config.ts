@@ -9,6 +9,7 @@ export function benchConfig(dataDir: string, secretKey: Buffer, env: Record<stri
     DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
     NODE_ENV: 'development',
+    CHAIN_CLONE_FROM: 'off',
     SECRET_KEY: secretKey.toString('base64'),
     RATE_LIMIT_PER_MINUTE: '1000000',
     // One owner sends every burst: its in-flight bound is not what the benches measure.

@@ -193,7 +193,7 @@ export async function measureSharedChainPipeline(options: { instances: number; c
   const receiver = await startBenchReceiver();
   let dbUrl: string | undefined;
   try {
-    const chain = await spawnReady(join(import.meta.dirname, '..', 'chain.ts'), { DATA_DIR: join(dir, 'chain'), CHAIN_RPC_PORT: '0', LOG_LEVEL: 'warn', NODE_ENV: 'development' }, /^chain rpc (\S+)$/);
+    const chain = await spawnReady(join(import.meta.dirname, '..', 'chain.ts'), { DATA_DIR: join(dir, 'chain'), CHAIN_RPC_PORT: '0', LOG_LEVEL: 'warn', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off' }, /^chain rpc (\S+)$/);
     children.push(chain);
     const rpcUrl = chain.line[1]!;
     const payer = Keypair.generate();

@@ -11,7 +11,7 @@ import { createRpcBackend } from '../chain/rpc/backend.js';
 import { parseRpcUrls } from '../chain/rpc/endpoints.js';
 import { loadKeypairFile } from '../chain/rpc/payerFile.js';
 import { cpmmGenesisHook } from '../chain/programs/cpmm/genesis.js';
-import { CPMM_MAINNET_PROGRAM_ID, DEFAULT_PROGRAM_IDS } from '../chain/programs/programIds.js';
+import { CPMM_MAINNET_PROGRAM_ID, DEFAULT_PROGRAM_IDS, PROGRAM_NAMES, type ProgramIds } from '../chain/programs/programIds.js';
 import { requiredPrograms, stepExecutors } from '../chain/steps/index.js';
 import type { RequiredProgram, StepExecutor, StepName } from '../chain/steps/types.js';
 import type { Config } from '../config/config.js';
@@ -46,20 +46,32 @@ export async function createChainBackend(
     clock: deps.clock,
     logger: deps.logger,
     programsDir: config.chain.programsDir,
-    // CHAIN_CLONE_FROM: the steps' programs it lacks come from that cluster, cached under DATA_DIR.
-    clone: config.chain.cloneFrom ? { sourceUrl: config.chain.cloneFrom, programIds: Object.values(DEFAULT_PROGRAM_IDS), cacheDir: join(config.dataDir, 'programs') } : undefined,
+    // CHAIN_CLONE_FROM: the steps' programs it lacks come from that cluster after the start, cached under DATA_DIR.
+    clone: config.chain.cloneFrom ? { sourceUrl: config.chain.cloneFrom, programs: STEP_PROGRAMS, cacheDir: join(config.dataDir, 'programs') } : undefined,
     // Accounts the pool program needs before its first pool (an AmmConfig and its fee receiver).
     genesisHooks: [cpmmGenesisHook(CPMM_MAINNET_PROGRAM_ID)],
     writeGate: deps.writeGate,
   });
 }
 
-/** The programs a request needs that are not executable on the chain (docs/api.md capability check). */
+/** The programs the launch steps call beyond the embedded defaults, named. */
+const STEP_PROGRAMS = (Object.keys(DEFAULT_PROGRAM_IDS) as Array<keyof ProgramIds>).map((key) => ({ programId: DEFAULT_PROGRAM_IDS[key], name: PROGRAM_NAMES[key] }));
+
+/**
+ * The programs a request needs that are not executable on the chain (docs/api.md capability check).
+ * An embedded chain that can fetch programs (CHAIN_CLONE_FROM) is asked for the missing ones first.
+ */
 export async function checkCapabilities(chain: ChainBackend, request: LaunchRequest): Promise<RequiredProgram[]> {
   const plan = planFromRequest('capability-check', storedRequest(request));
   const needed = requiredPrograms(plan);
-  const present = await Promise.all(needed.map((program) => chain.isProgramExecutable(new PublicKey(program.programId))));
-  return needed.filter((_, i) => !present[i]);
+  const absent = async (list: RequiredProgram[]) => {
+    const present = await Promise.all(list.map((program) => chain.isProgramExecutable(new PublicKey(program.programId))));
+    return list.filter((_, i) => !present[i]);
+  };
+  const missing = await absent(needed);
+  if (missing.length === 0 || !chain.fetchPrograms) return missing;
+  await chain.fetchPrograms(missing.map((program) => program.programId));
+  return absent(missing);
 }
 
 /** Step executors by name. */

@@ -83,6 +83,12 @@ export interface ChainBackend {
   requestAirdrop?(pubkey: PublicKey, lamports: bigint): Promise<string>;
   getMinimumBalanceForRentExemption(size: number): Promise<number>;
   isProgramExecutable(programId: PublicKey): Promise<boolean>;
+  /**
+   * The embedded chain with CHAIN_CLONE_FROM: fetches those of `programIds` it lacks (or waits for
+   * the fetch under way) and loads them; resolves once they are loaded or the fetch failed (then it
+   * logged one line saying why). Absent where programs cannot be fetched.
+   */
+  fetchPrograms?(programIds: string[]): Promise<void>;
   /** Health check: reads the clock sysvar and the payer account. */
   probe(): Promise<ChainProbe>;
   /** What the chain watcher reads: address histories, transactions, accounts, program scans (docs/watcher.md). */

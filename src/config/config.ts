@@ -38,7 +38,7 @@ export interface Config {
     /** Where the embedded chain serves JSON-RPC (docs/chain.md); undefined: not served (`off`, production, RPC mode). */
     /** `fallback`: the port was not chosen (CHAIN_RPC_PORT unset), so a taken default gives way to a free one. */
     rpcServer: { host: string; port: number; fallback?: boolean } | undefined;
-    /** CHAIN_CLONE_FROM: a cluster the embedded chain fetches the programs it lacks from. */
+    /** CHAIN_CLONE_FROM: a cluster the embedded chain fetches the programs it lacks from (default mainnet-beta in development; `off`). */
     cloneFrom: string | undefined;
     /**
      * CHAIN_THREAD=on: the embedded chain and the launch steps' chain work (building, signing,
@@ -230,6 +230,9 @@ function optionalKeyVar(env: Env, name: string): Buffer | undefined {
   return key;
 }
 
+/** Where CHAIN_CLONE_FROM points by default in development. */
+export const MAINNET_PUBLIC_RPC = 'https://api.mainnet-beta.solana.com';
+
 /** Decodes SECRET_KEY, or outside production creates one under DATA_DIR on first start. */
 function loadSecretKey(env: Env, dataDir: string, production: boolean): Buffer {
   const raw = env.SECRET_KEY;
@@ -325,8 +328,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (production && rpcUrl === undefined && chainVar !== 'embedded') {
     throw new ConfigError('CHAIN', 'must be set to embedded to run the embedded chain in production (a production launch on a private chain is usually a mistake: set SOLANA_RPC_URL)');
   }
-  const cloneFrom = env.CHAIN_CLONE_FROM && env.CHAIN_CLONE_FROM !== '' ? env.CHAIN_CLONE_FROM : undefined;
-  if (cloneFrom !== undefined && !/^https?:\/\//i.test(cloneFrom)) throw new ConfigError('CHAIN_CLONE_FROM', `must be an http(s) URL, got "${cloneFrom}"`);
+  // Unset: in development the embedded chain fetches the programs it lacks from mainnet-beta's public
+  // RPC (after the start, in the background); under test and in production it fetches nothing.
+  const cloneRaw = env.CHAIN_CLONE_FROM && env.CHAIN_CLONE_FROM.trim() !== '' ? env.CHAIN_CLONE_FROM.trim() : undefined;
+  if (cloneRaw !== undefined && cloneRaw !== 'off' && !/^https?:\/\/[^/\s]/i.test(cloneRaw)) throw new ConfigError('CHAIN_CLONE_FROM', `must be an http(s) URL or off, got "${cloneRaw}"`);
+  const cloneFrom = rpcUrl !== undefined || cloneRaw === 'off' ? undefined : (cloneRaw ?? (nodeEnv === 'development' ? MAINNET_PUBLIC_RPC : undefined));
   const rpcPortRaw = env.CHAIN_RPC_PORT && env.CHAIN_RPC_PORT !== '' ? env.CHAIN_RPC_PORT.trim() : undefined;
   if (production && rpcPortRaw !== undefined && rpcPortRaw !== 'off') throw new ConfigError('CHAIN_RPC_PORT', 'cannot serve the embedded chain in production; set it to off');
   const threadVar = env.CHAIN_THREAD && env.CHAIN_THREAD !== '' ? env.CHAIN_THREAD.trim() : 'off';

@@ -131,7 +131,7 @@ export async function validateLaunchRequest(
   if (missing.length > 0) {
     throw new UnprocessableError(
       'chain_capability_missing',
-      `The configured chain lacks ${missing.map((m) => `${m.name} (${m.programId})`).join(', ')}; provide it with CHAIN_PROGRAMS_DIR (solana program dump -u m <programId> <programId>.so) or use a cluster that has it`,
+      `The configured chain lacks ${missing.map((m) => `${m.name} (${m.programId})`).join(', ')}; on the embedded chain provide ${missing.length === 1 ? 'it' : 'them'} with CHAIN_PROGRAMS_DIR (a directory of <programId>.so files) or CHAIN_CLONE_FROM (a reachable cluster to fetch ${missing.length === 1 ? 'it' : 'them'} from), or use a cluster that has ${missing.length === 1 ? 'it' : 'them'}`,
       { missing },
     );
   }

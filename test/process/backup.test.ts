@@ -26,7 +26,7 @@ const root = mkdtempSync(join(tmpdir(), 'backup-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const secretKey = randomBytes(32).toString('base64');
 const envFor = (dir: string) => ({
-  DATA_DIR: dir, SECRET_KEY: secretKey, LOG_LEVEL: 'silent', NODE_ENV: 'development', RATE_LIMIT_PER_MINUTE: '1000000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+  DATA_DIR: dir, SECRET_KEY: secretKey, LOG_LEVEL: 'silent', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off', RATE_LIMIT_PER_MINUTE: '1000000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
   // Without TEST_DATABASE_URL leaking in: the backup is of the SQLite file.
   DATABASE_URL: '',
 });

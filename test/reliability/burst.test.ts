@@ -36,7 +36,7 @@ const CPU_BOUND_MS = HEALTH_BOUND_MS * MIN_CPU_SHARE;
 
 const dir = mkdtempSync(join(tmpdir(), 'reliability-burst-'));
 const env = {
-  DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', RATE_LIMIT_PER_MINUTE: '1000000',
+  DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off', RATE_LIMIT_PER_MINUTE: '1000000',
   // One owner sends the whole burst: its in-flight bound (docs/api.md, Bounds) is not what this measures.
   MAX_LAUNCHES_IN_FLIGHT_PER_OWNER: '100000',
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT),

@@ -25,7 +25,7 @@ const STEP_MS = 10 * 60_000;
 
 const dir = mkdtempSync(join(tmpdir(), 'reliability-kill-'));
 const env = {
-  DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', RATE_LIMIT_PER_MINUTE: '1000000',
+  DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off', RATE_LIMIT_PER_MINUTE: '1000000',
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT), WEBHOOK_POLL_INTERVAL_MS: '50ms', WEBHOOK_TIMEOUT_MS: '2s',
   // The first round (no clock offset) runs the chain on its own thread, the later ones in-process:
   // the kills hit both, and each restart switches over the same database.

@@ -28,7 +28,7 @@ const FREEZE_MS = Math.max(3 * RUNNER_LEASE_MS, DELIVERY_LEASE_MS) + 2000;
 
 const dir = mkdtempSync(join(tmpdir(), 'reliability-stop-'));
 const env = {
-  DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', RATE_LIMIT_PER_MINUTE: '1000000',
+  DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off', RATE_LIMIT_PER_MINUTE: '1000000',
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT), WEBHOOK_POLL_INTERVAL_MS: '50ms',
   WEBHOOK_TIMEOUT_MS: `${WEBHOOK_TIMEOUT_MS}ms`, WEBHOOK_LEASE_MS: '2s', RUNNER_LEASE_MS: `${RUNNER_LEASE_MS}ms`, CHAIN_RPC_PORT: 'off',
   // The chain on its own thread: frozen with the rest of the process, every lease expired on SIGCONT.

@@ -14,7 +14,7 @@ import { historyRecord, lastHistorySeq, signaturesForAddress, snapshotBalances, 
 import { scanAccounts } from './scan.js';
 import { classifyTransactionFailure } from '../errors.js';
 import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
-import { cloneMissingPrograms } from './clone.js';
+import { createProgramCloner, programCache, type CloneProgram, type ProgramCloner } from './clone.js';
 import { findProgramFiles, programFileProblem, ProgramFileError, type GenesisHook } from './programs.js';
 import { balanceOf, createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, simulate, syncClock, type Execution } from './svm.js';
 import { findSignature, loadAccounts, saveProcessed, type ProcessedWrite } from './store.js';
@@ -30,8 +30,12 @@ export interface EmbeddedBackendOptions {
   /** Directory of `<programId>.so` files loaded at start (CHAIN_PROGRAMS_DIR). */
   programsDir?: string | undefined;
   genesisHooks?: GenesisHook[];
-  /** CHAIN_CLONE_FROM: fetch these programs when not in the programs directory, from this cluster, cached in `cacheDir`. */
-  clone?: { sourceUrl: string; programIds: string[]; cacheDir: string } | undefined;
+  /**
+   * CHAIN_CLONE_FROM: these programs, when not in the programs directory, come from `cacheDir`
+   * (verified) or are fetched from `sourceUrl` in the background after the start, cached there and
+   * loaded into the running chain (docs/chain.md).
+   */
+  clone?: { sourceUrl: string; programs: CloneProgram[]; cacheDir: string } | undefined;
   /** Automatic payer funding; `false` disables it (tests of insufficient balance). */
   funding?: { thresholdLamports: bigint; amountLamports: bigint } | false;
   /**
@@ -45,7 +49,7 @@ export interface EmbeddedBackendOptions {
 /** The embedded backend, with the extras only an in-process chain can offer. */
 export interface EmbeddedBackend extends ChainBackend {
   readonly kind: 'embedded';
-  /** Program ids loaded from the programs directory. */
+  /** Program ids loaded from the programs directory, the clone cache, or fetched since the start. */
   readonly loadedPrograms: string[];
   /** Credits lamports to an account (persisted). */
   airdrop(pubkey: PublicKey, lamports: bigint): Promise<void>;
@@ -98,11 +102,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   if (files.ignored.length > 0) {
     logger.warn({ dir: options.programsDir, ignored: files.ignored }, 'CHAIN_PROGRAMS_DIR: ignoring files not named <programId>.so');
   }
-  const programFiles = [...files.programs];
-  if (options.clone) {
-    programFiles.push(...(await cloneMissingPrograms({ ...options.clone, loaded: programFiles.map((p) => p.programId), logger })));
-  }
-  for (const program of programFiles) {
+  for (const program of files.programs) {
     const problem = programFileProblem(readFileSync(program.path));
     if (problem !== undefined) throw new ProgramFileError(program.path, program.programId, problem);
     try {
@@ -112,6 +112,21 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
       throw new ProgramFileError(program.path, program.programId, (cause as Error).message.replace(/^Failed to add program: /, ''), { cause });
     }
     loadedPrograms.push(program.programId);
+  }
+  // Programs fetched on an earlier run: a cached binary that is not whole, or that the VM refuses, is
+  // removed and fetched again rather than stopping the start.
+  const clone = options.clone;
+  for (const program of clone?.programs ?? []) {
+    if (clone === undefined || loadedPrograms.includes(program.programId)) continue;
+    const path = programCache.verified(clone.cacheDir, program.programId);
+    if (path === undefined) continue;
+    try {
+      svm.addProgramFromFile(address(program.programId), path);
+      loadedPrograms.push(program.programId);
+    } catch (cause) {
+      programCache.remove(clone.cacheDir, program.programId);
+      logger.warn({ programId: program.programId, reason: (cause as Error).message }, 'cached program refused by the VM; it will be fetched again');
+    }
   }
   const stored = await loadAccounts(db);
   for (const acc of stored) restore(svm, acc);
@@ -254,6 +269,29 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   await serial(topUp);
   for (const hook of options.genesisHooks ?? []) await serial(() => applyGenesisHook(hook));
 
+  // CHAIN_CLONE_FROM: what is still missing is fetched after the start, never holding it up; a
+  // launch that needs a program asks again (fetchPrograms). Offline, one warning line.
+  const stopCloning = new AbortController();
+  const cloner: ProgramCloner | undefined = clone
+    ? createProgramCloner({
+        ...clone,
+        logger,
+        now: () => clock.now(),
+        signal: stopCloning.signal,
+        isLoaded: (programId) => loadedPrograms.includes(programId),
+        load: (programId, path) =>
+          serial(async () => {
+            if (loadedPrograms.includes(programId)) return;
+            const problem = programFileProblem(readFileSync(path));
+            if (problem !== undefined) throw new ProgramFileError(path, programId, problem);
+            svm.addProgramFromFile(address(programId), path);
+            loadedPrograms.push(programId);
+            for (const hook of options.genesisHooks ?? []) if (hook.programId.toBase58() === programId) await applyGenesisHook(hook);
+          }),
+      })
+    : undefined;
+  const background = cloner?.ensure();
+
   const backend: EmbeddedBackend = {
     kind: 'embedded',
     payer,
@@ -323,7 +361,12 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     isBlockhashValid: (blockhash) => timeline.validHeightOf(blockhash) !== undefined,
     programAccounts: (programId, filters) => scanAccounts(db, programId, filters),
     applyGenesisHook: (hook) => serial(() => applyGenesisHook(hook)),
+    async fetchPrograms(programIds) {
+      if (cloner) await cloner.ensure(programIds);
+    },
     async close() {
+      stopCloning.abort();
+      await background;
       await queue;
     },
   };

@@ -76,3 +76,11 @@ export const DEFAULT_PROGRAM_IDS: ProgramIds = {
   governance: SPL_GOVERNANCE_PROGRAM_ID.toBase58(),
   pool: CPMM_MAINNET_PROGRAM_ID.toBase58(),
 };
+
+/** What each of those programs is called in messages. */
+export const PROGRAM_NAMES: Record<keyof ProgramIds, string> = {
+  tokenMetadata: 'Metaplex Token Metadata',
+  vesting: 'Jupiter Lock',
+  governance: 'SPL Governance',
+  pool: 'Raydium CPMM',
+};

@@ -114,6 +114,8 @@ export class ChainThreadHost {
         return chain.getMinimumBalanceForRentExemption(args[0] as number);
       case 'isProgramExecutable':
         return chain.isProgramExecutable(key(0));
+      case 'fetchPrograms':
+        return chain.fetchPrograms?.(args[0] as string[]);
       case 'probe':
         return chain.probe();
       case 'airdrop':

@@ -67,6 +67,7 @@ export type ChainMethod =
   | 'getBalance'
   | 'getMinimumBalanceForRentExemption'
   | 'isProgramExecutable'
+  | 'fetchPrograms'
   | 'probe'
   | 'airdrop'
   | 'requestAirdrop'
