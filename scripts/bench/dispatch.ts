@@ -135,7 +135,8 @@ export async function benchDispatchHosts(hosts = 20, perHost = 8, count = 10_000
   let best = 0;
   let raw = 0;
   let delivered = 0;
-  const env = { WEBHOOK_MAX_IN_FLIGHT: String(hosts * perHost), WEBHOOK_MAX_IN_FLIGHT_PER_HOST: String(perHost) };
+  // One owner sends it all: its share is every slot (WEBHOOK_MAX_IN_FLIGHT_PER_OWNER), as the global cap does not bind either.
+  const env = { WEBHOOK_MAX_IN_FLIGHT: String(hosts * perHost), WEBHOOK_MAX_IN_FLIGHT_PER_HOST: String(perHost), WEBHOOK_MAX_IN_FLIGHT_PER_OWNER: String(hosts * perHost) };
   for (let round = 0; round < 2; round++) {
     const d = await measureDispatcher(count, maxMs, { hosts, env });
     if (d.perSecond > best) ({ perSecond: best, delivered } = d);

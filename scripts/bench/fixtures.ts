@@ -42,11 +42,11 @@ export async function createBenchDb(path?: string): Promise<BenchDb> {
 }
 
 /** Inserts a queued launch whose webhook goes to `url`, its secret sealed like the API does. */
-export async function insertBenchLaunch(db: Db, box: SecretBox, url: string, now = Date.now()): Promise<string> {
+export async function insertBenchLaunch(db: Db, box: SecretBox, url: string, now = Date.now(), owner = 'bench'): Promise<string> {
   const id = newSortableId('lch');
   await insertLaunch(db, {
     id,
-    owner: 'bench',
+    owner,
     request: JSON.stringify({ name: 'Bench Token', ticker: 'BNCH' }),
     webhookUrl: url,
     webhookSecretEnc: box.seal(BENCH_SECRET),
@@ -61,7 +61,7 @@ export async function insertBenchLaunch(db: Db, box: SecretBox, url: string, now
  * Pre-fills the outbox with `count` committed events of one launch and their pending deliveries,
  * in bulk (setup, not measured). Rows match what `recordEvent` writes.
  */
-export async function prefillOutbox(db: Db, launchId: string, url: string, count: number, now = Date.now()): Promise<string[]> {
+export async function prefillOutbox(db: Db, launchId: string, url: string, count: number, now = Date.now(), owner = 'bench'): Promise<string[]> {
   // Committed one millisecond apart in the recent past, as a burst of events would be: all due now.
   const base = now - count;
   const ids: string[] = [];
@@ -87,6 +87,7 @@ export async function prefillOutbox(db: Db, launchId: string, url: string, count
           id: newSortableId('dlv'),
           event_id: envelope.id,
           launch_id: launchId,
+          owner,
           url,
           host,
           endpoint,

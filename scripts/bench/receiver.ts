@@ -15,10 +15,11 @@ export interface BenchReceiver {
 }
 
 /**
- * A node:http receiver on 127.0.0.1 that answers 200 as soon as the body is read, or never
- * answers (`hang`) to play a dead customer whose requests all time out.
+ * A node:http receiver on 127.0.0.1 that answers 200 as soon as the body is read (or `delayMs`
+ * after: a slow but healthy customer), or never answers (`hang`) to play a dead customer whose
+ * requests all time out.
  */
-export async function startBenchReceiver(options: { hang?: boolean; record?: boolean } = {}): Promise<BenchReceiver> {
+export async function startBenchReceiver(options: { hang?: boolean; record?: boolean; delayMs?: number } = {}): Promise<BenchReceiver> {
   const sockets = new Set<Socket>();
   const waiters: Array<{ n: number; resolve(): void }> = [];
   const receiver: BenchReceiver = { url: '', count: 0, firstSeen: new Map(), waitFor: async () => undefined, close: async () => undefined };
@@ -36,7 +37,10 @@ export async function startBenchReceiver(options: { hang?: boolean; record?: boo
           w.resolve();
         }
       }
-      if (!options.hang) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      const answer = () => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      if (options.hang) return;
+      if (options.delayMs) setTimeout(answer, options.delayMs);
+      else answer();
     });
   });
   server.keepAliveTimeout = 60_000;

@@ -2,6 +2,7 @@ import { benchBacklog } from './backlog.js';
 import { benchBurst } from './burst.js';
 import { benchDashboard } from './dashboard.js';
 import { benchDispatch, benchDispatchHosts } from './dispatch.js';
+import { benchFairness } from './fairness.js';
 import { benchFlaky } from './flaky.js';
 import { benchHealth } from './health.js';
 import { benchIsolation } from './isolation.js';
@@ -32,6 +33,9 @@ const goals: Record<string, Goal> = {
   'delivery-latency-p99': { text: '≤ 10 ms', met: (r) => r.value <= 10 },
   'delivery-latency-p50': { text: '(reported)', met: () => true },
   isolation: { text: 'ratio ≥ 0.9', met: (r) => r.ratio >= 0.9 },
+  // Owner B's events while owner A's slow-but-successful receivers keep A's share of the slots busy.
+  'fair-share-b-p99': { text: '< 2000 ms', met: (r) => r.value < 2000 },
+  'fair-share-b-p50': { text: '(reported)', met: () => true },
   'backlog-memory': { text: '< 300 MB', met: (r) => r.value < 300 },
   pipeline: { text: 'ratio ≥ 0.8', met: (r) => r.ratio >= 0.8 },
   'pipeline-thread': { text: '(reported)', met: () => true },
@@ -75,6 +79,7 @@ export const scenarios: Scenario[] = [
   { name: 'health', run: async () => (({ result, note }) => rows([result], note))(await benchHealth(5000)) },
   { name: 'delivery-latency', run: async () => (({ results, note }) => rows(results, note))(await benchLatency(500, 8000)) },
   { name: 'isolation', run: async () => (({ result, note }) => rows([result], note))(await benchIsolation(5000)) },
+  { name: 'fair-share', run: async () => (({ results, note }) => rows(results, note))(await benchFairness(20, 250)) },
   { name: 'backlog-memory', run: async () => (({ result, note }) => rows([result], note))(await benchBacklog(100_000, 5000)) },
   { name: 'pipeline', run: async () => (({ results, note }) => rows(results, note))(await benchPipeline(100)) },
   { name: 'flaky', run: async () => (({ results, note }) => rows(results, note))(await benchFlaky(20)) },
