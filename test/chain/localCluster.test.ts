@@ -13,6 +13,7 @@ import {
 } from '@solana/web3.js';
 import { TOKEN_2022_PROGRAM_ID, createMint, getMint, getOrCreateAssociatedTokenAccount, getTokenMetadata, mintTo } from '@solana/spl-token';
 import bs58 from 'bs58';
+import WebSocket from 'ws';
 import type { OpenedDatabase } from '../../src/db/database.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
@@ -254,5 +255,69 @@ describe('embedded chain JSON-RPC server', () => {
 
     const notMint = await rpc('getTokenSupply', [wallet.publicKey.toBase58()]);
     expect(notMint.error).toMatchObject({ code: -32602, message: 'Invalid param: not a Token mint' });
+  });
+
+  it('caps pending signature subscriptions per connection and in all with a JSON-RPC error, freeing them on unsubscribe, notification and close', async () => {
+    const capped = await startChainRpcServer({ chain, host: '127.0.0.1', port: 0, logger: silentLogger(), subscriptionLimits: { perConnection: 2, total: 3 } });
+    const open = async () => {
+      const socket = new WebSocket(capped.wsUrl);
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      const inbox: Array<Record<string, any>> = [];
+      const waiters: Array<() => void> = [];
+      socket.on('message', (raw) => {
+        inbox.push(JSON.parse(String(raw)) as Record<string, any>);
+        waiters.splice(0).forEach((w) => w());
+      });
+      const next = async (match: (m: Record<string, any>) => boolean) => {
+        for (;;) {
+          const found = inbox.findIndex(match);
+          if (found >= 0) return inbox.splice(found, 1)[0]!;
+          await new Promise<void>((resolve) => waiters.push(resolve));
+        }
+      };
+      let id = 0;
+      const call = async (method: string, params: unknown[]) => {
+        const mine = ++id;
+        socket.send(JSON.stringify({ jsonrpc: '2.0', id: mine, method, params }));
+        return next((m) => m.id === mine);
+      };
+      return { socket, call, next };
+    };
+    const unknown = () => bs58.encode(Buffer.from(Keypair.generate().secretKey));
+    try {
+      const a = await open();
+      const b = await open();
+      expect((await a.call('signatureSubscribe', [unknown()])).result).toEqual(expect.any(Number));
+      const second = (await a.call('signatureSubscribe', [unknown()])).result as number;
+      const refused = await a.call('signatureSubscribe', [unknown()]);
+      expect(refused.error).toMatchObject({ code: -32005, message: expect.stringContaining('at most 2 pending signature subscriptions per connection'), data: { limit: 'perConnection', max: 2 } });
+      expect((await b.call('signatureSubscribe', [unknown()])).result).toEqual(expect.any(Number));
+      const full = await b.call('signatureSubscribe', [unknown()]);
+      expect(full.error).toMatchObject({ code: -32005, message: expect.stringContaining('at most 3 pending signature subscriptions in all'), data: { limit: 'total', max: 3 } });
+      // Another connection cannot end a's subscription; a can.
+      await b.call('signatureUnsubscribe', [second]);
+      expect((await b.call('signatureSubscribe', [unknown()])).error?.data).toEqual({ limit: 'total', max: 3 });
+      await a.call('signatureUnsubscribe', [second]);
+      // A processed signature is notified at once, which frees its place too.
+      const wallet = Keypair.generate();
+      const landed = await connection.requestAirdrop(wallet.publicKey, LAMPORTS_PER_SOL);
+      const sub = (await b.call('signatureSubscribe', [landed])).result as number;
+      const note = await b.next((m) => m.method === 'signatureNotification');
+      expect(note.params).toMatchObject({ subscription: sub, result: { value: { err: null } } });
+      expect((await b.call('signatureSubscribe', [unknown()])).result).toEqual(expect.any(Number));
+      // Closing a connection frees all of its subscriptions.
+      a.socket.close();
+      await new Promise((resolve) => a.socket.once('close', resolve));
+      const c = await open();
+      for (;;) {
+        // The server sees the close a moment after the client does.
+        const answer = await c.call('signatureSubscribe', [unknown()]);
+        if (answer.result !== undefined) break;
+      }
+      expect((await c.call('signatureSubscribe', [unknown()])).error?.data).toEqual({ limit: 'total', max: 3 });
+      for (const s of [b.socket, c.socket]) s.close();
+    } finally {
+      await capped.close();
+    }
   });
 });

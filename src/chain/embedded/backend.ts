@@ -10,7 +10,7 @@ import { NonRetriableError, TransientError } from '../../lib/retry.js';
 import { loopTurn } from '../../lib/loopBudget.js';
 import type { ChainBackend, Commitment, SignatureStatus } from '../backend.js';
 import type { AccountFilter, ChainHistory } from '../history.js';
-import { historyRecord, lastHistorySeq, signaturesForAddress, snapshotBalances, storedTransaction, toHistoryTransaction } from './history.js';
+import { historyRecord, lastHistorySeq, signatureOutcomes, signaturesForAddress, snapshotBalances, storedTransaction, toHistoryTransaction } from './history.js';
 import { scanAccounts } from './scan.js';
 import { classifyTransactionFailure } from '../errors.js';
 import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
@@ -74,6 +74,8 @@ export interface EmbeddedBackend extends ChainBackend {
   transactionCount(): number;
   /** Slot and error (JSON form) of a processed signature, or null when never processed here. */
   signatureInfo(signature: string): Promise<{ slot: number; err: unknown } | null>;
+  /** {@link signatureInfo} of many signatures in a few batched reads, in the order given. */
+  signatureInfos(signatures: readonly string[]): Promise<Array<{ slot: number; err: unknown } | null>>;
   /** A processed transaction's bytes and meta, as `getTransaction` answers them. */
   storedTransaction(signature: string): ReturnType<typeof storedTransaction>;
   /** Every account a program owns, optionally filtered (`getProgramAccounts`). */
@@ -357,6 +359,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
       const row = await findSignature(db, signature);
       return row ? { slot: Number(row.slot), err: row.err } : null;
     },
+    signatureInfos: (signatures) => signatureOutcomes(db, signatures),
     storedTransaction: (signature) => storedTransaction(db, signature),
     isBlockhashValid: (blockhash) => timeline.validHeightOf(blockhash) !== undefined,
     programAccounts: (programId, filters) => scanAccounts(db, programId, filters),

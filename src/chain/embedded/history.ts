@@ -204,6 +204,25 @@ export async function signaturesForAddress(
   }));
 }
 
+/** Signatures looked up per statement: well under every bound-parameter limit. */
+const OUTCOME_CHUNK = 500;
+
+/**
+ * Slot and error (JSON form) of each processed signature, in the order given (null where never
+ * processed here): one indexed read per 500 signatures, the transactions' bytes left unread.
+ */
+export async function signatureOutcomes(db: DbOrTx, signatures: readonly string[]): Promise<Array<{ slot: number; err: unknown } | null>> {
+  const found = new Map<string, { slot: number; err: unknown }>();
+  for (let i = 0; i < signatures.length; i += OUTCOME_CHUNK) {
+    const chunk = [...new Set(signatures.slice(i, i + OUTCOME_CHUNK))];
+    const rows = await tables(db).selectFrom('chain_signatures').select(['signature', 'slot', 'err', 'meta']).where('signature', 'in', chunk).execute();
+    for (const r of rows) {
+      found.set(r.signature, { slot: Number(r.slot), err: r.meta === null ? r.err : ((JSON.parse(r.meta) as RpcTransactionMeta).err ?? null) });
+    }
+  }
+  return signatures.map((s) => found.get(s) ?? null);
+}
+
 /** The stored transaction (bytes and meta), or undefined when this chain never processed it. */
 export async function storedTransaction(
   db: Db,

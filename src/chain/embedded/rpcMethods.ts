@@ -254,12 +254,9 @@ export function embeddedRpcMethods(chain: EmbeddedBackend): Record<string, Metho
     },
     getSignatureStatuses: async ([signatures]) => {
       if (!Array.isArray(signatures) || signatures.length > 256) throw invalidParams('Invalid param: expected at most 256 signatures');
-      const statuses = await Promise.all(
-        signatures.map(async (sig) => {
-          const info = typeof sig === 'string' ? await chain.signatureInfo(sig) : null;
-          if (!info) return null;
-          return { slot: info.slot, confirmations: null, err: info.err, status: info.err === null ? { Ok: null } : { Err: info.err }, confirmationStatus: 'finalized' };
-        }),
+      const infos = await chain.signatureInfos(signatures.map((sig) => (typeof sig === 'string' ? sig : '')));
+      const statuses = infos.map((info) =>
+        info ? { slot: info.slot, confirmations: null, err: info.err, status: info.err === null ? { Ok: null } : { Err: info.err }, confirmationStatus: 'finalized' } : null,
       );
       return ctx(statuses);
     },

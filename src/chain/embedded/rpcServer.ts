@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../lib/logger.js';
 import type { EmbeddedBackend } from './backend.js';
 import { embeddedRpcMethods, RpcError } from './rpcMethods.js';
-import { attachSubscriptions } from './rpcSubscriptions.js';
+import { loopbackOrigin } from './loopbackOrigin.js';
+import { createSubscriptions } from './rpcSubscriptions.js';
 
 /** Largest request body accepted (a batch of transactions stays far below it). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -51,18 +52,31 @@ export interface ChainRpcServer {
 
 /**
  * Serves the embedded chain as a local cluster: Solana JSON-RPC over HTTP (POST, single or batch
- * requests; CORS open so browser wallets pointed at a custom RPC can use it). See docs/chain.md.
+ * requests). Browsers: pages on loopback origins may call it (CORS names their origin); a request
+ * from any other origin is refused, so a page the developer opens cannot airdrop or send. See docs/chain.md.
  */
-export async function startChainRpcServer(options: { chain: EmbeddedBackend; host: string; port: number; logger: Logger }): Promise<ChainRpcServer> {
+export async function startChainRpcServer(options: {
+  chain: EmbeddedBackend;
+  host: string;
+  port: number;
+  logger: Logger;
+  /** Pending signature subscriptions per connection and in all (default 256 and 2 048, docs/chain.md). */
+  subscriptionLimits?: { perConnection: number; total: number };
+}): Promise<ChainRpcServer> {
   const logger = options.logger.child({ component: 'chain-rpc' });
   const handle = createRpcHandler(options.chain, logger);
+  const corsHeaders = (req: IncomingMessage): Record<string, string> => (req.headers.origin === undefined ? {} : { 'access-control-allow-origin': req.headers.origin, vary: 'Origin' });
   const send = (res: ServerResponse, status: number, body: unknown) => {
-    res.writeHead(status, { 'content-type': 'application/json', 'access-control-allow-origin': '*' });
+    res.writeHead(status, { 'content-type': 'application/json', ...corsHeaders(res.req) });
     res.end(JSON.stringify(body));
   };
   const onRequest = async (req: IncomingMessage, res: ServerResponse) => {
+    if (!loopbackOrigin(req.headers.origin)) {
+      res.writeHead(403, { 'content-type': 'application/json', vary: 'Origin' });
+      return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Origin not allowed: the local cluster answers pages on loopback origins (localhost, 127.0.0.1, [::1]) only' } }));
+    }
     if (req.method === 'OPTIONS') {
-      res.writeHead(204, { 'access-control-allow-origin': '*', 'access-control-allow-methods': 'POST, OPTIONS', 'access-control-allow-headers': 'content-type, solana-client', 'access-control-max-age': '86400' });
+      res.writeHead(204, { ...corsHeaders(req), 'access-control-allow-methods': 'POST, OPTIONS', 'access-control-allow-headers': 'content-type, solana-client', 'access-control-max-age': '86400' });
       return void res.end();
     }
     if (req.method !== 'POST') {
@@ -105,7 +119,8 @@ export async function startChainRpcServer(options: { chain: EmbeddedBackend; hos
       resolve();
     });
   });
-  const subscriptions = [attachSubscriptions(server, options.chain, logger)];
+  const subscriptions = createSubscriptions(options.chain, logger, options.subscriptionLimits);
+  subscriptions.attach(server);
   const servers = [server];
   const { port } = server.address() as AddressInfo;
   // Clients derive the PubSub URL as the RPC port + 1 (web3.js, the Solana CLI): serve it there too.
@@ -122,7 +137,7 @@ export async function startChainRpcServer(options: { chain: EmbeddedBackend; hos
       pubsub.listen(port + 1, options.host, () => resolve(true));
     });
     if (listening) {
-      subscriptions.push(attachSubscriptions(pubsub, options.chain, logger));
+      subscriptions.attach(pubsub);
       servers.push(pubsub);
     }
   }
@@ -134,7 +149,7 @@ export async function startChainRpcServer(options: { chain: EmbeddedBackend; hos
     wsUrl: url.replace(/^http/, 'ws'),
     port,
     async close() {
-      for (const sub of subscriptions) sub.close();
+      subscriptions.close();
       // Requests in flight get their answer; idle keep-alive connections close now, the rest after 1 s.
       for (const s of servers) {
         const closed = new Promise<void>((resolve) => s.close(() => resolve()));

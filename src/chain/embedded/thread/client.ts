@@ -255,6 +255,7 @@ export function connectChainThread(
       requestAirdrop: (pubkey, lamports) => call('requestAirdrop', pubkey.toBase58(), lamports) as Promise<string>,
       simulate: (bytes, options) => call('simulate', bytes, options) as ReturnType<EmbeddedBackend['simulate']>,
       signatureInfo: (signature) => call('signatureInfo', signature) as ReturnType<EmbeddedBackend['signatureInfo']>,
+      signatureInfos: (signatures) => call('signatureInfos', signatures) as ReturnType<EmbeddedBackend['signatureInfos']>,
       storedTransaction: async (signature) => {
         const stored = (await call('storedTransaction', signature)) as Awaited<ReturnType<EmbeddedBackend['storedTransaction']>>;
         return stored ? { ...stored, bytes: Buffer.from(stored.bytes) } : stored;

@@ -126,6 +126,8 @@ export class ChainThreadHost {
         return chain.simulate(args[0] as Uint8Array, args[1] as { sigVerify: boolean });
       case 'signatureInfo':
         return chain.signatureInfo(args[0] as string);
+      case 'signatureInfos':
+        return chain.signatureInfos(args[0] as string[]);
       case 'storedTransaction':
         return chain.storedTransaction(args[0] as string);
       case 'programAccounts':

@@ -73,6 +73,7 @@ export type ChainMethod =
   | 'requestAirdrop'
   | 'simulate'
   | 'signatureInfo'
+  | 'signatureInfos'
   | 'storedTransaction'
   | 'programAccounts'
   | 'history.signaturesForAddress'
