@@ -23,7 +23,7 @@ import type { ChainBackend } from '../../src/chain/backend.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { benchConfig } from './config.js';
 import { spawnBenchChild } from './child.js';
-import { roundsResult, type BenchResult } from './types.js';
+import { median, result, roundsResult, type BenchResult } from './types.js';
 
 const CONCURRENCY = 2; // the bare side's: one thread, the runner's in-process default
 const THREAD_CONCURRENCY = 4; // the runner's default with the chain on its own thread
@@ -236,7 +236,7 @@ type Rounds = Array<{ value: number; baseline: number }>;
  * step's chain work replayed (`pipeline-service`), or — threaded — the same steps sent straight to
  * its chain thread (`pipeline-chain-thread`).
  */
-async function measureService(dir: string, secretKey: Buffer, receiverUrl: string, bare: BareChain, count: number, thread: boolean): Promise<{ rounds: Rounds; extra: Rounds }> {
+async function measureService(dir: string, secretKey: Buffer, receiverUrl: string, bare: BareChain, count: number, thread: boolean): Promise<{ rounds: Rounds; extra: Rounds; cpuMsPerLaunch: number[] }> {
   const steps = replayableSteps();
   const service = await createService(benchConfig(dir, secretKey, { CHAIN_THREAD: thread ? 'on' : 'off' }), { logger: silentLogger(), clock: systemClock, wrapStepRunner: steps.wrap });
   try {
@@ -251,6 +251,7 @@ async function measureService(dir: string, secretKey: Buffer, receiverUrl: strin
     }
     const rounds: Rounds = [];
     const extra: Rounds = [];
+    const cpuMsPerLaunch: number[] = [];
     for (let round = 0; round < 3; round++) {
       const value = await endToEnd(service, key, receiverUrl, count);
       const baseline = await bareChain(bare, secretKey, receiverUrl, count);
@@ -260,11 +261,17 @@ async function measureService(dir: string, secretKey: Buffer, receiverUrl: strin
         extra.push({ value, baseline: await threadChain(service, steps.chain, receiverUrl, count) });
       } else {
         steps.replay = true;
+        // The process's CPU while the chain work is replayed: the service's own work per launch
+        // (API, runner, events, deliveries; the receiver is another process), which the machine's
+        // load stretches in wall time but hardly in CPU time.
+        const cpu = process.cpuUsage();
         extra.push({ value: await endToEnd(service, key, receiverUrl, count), baseline });
+        const used = process.cpuUsage(cpu);
+        cpuMsPerLaunch.push((used.user + used.system) / 1000 / count);
         steps.replay = false;
       }
     }
-    return { rounds, extra };
+    return { rounds, extra, cpuMsPerLaunch };
   } finally {
     await service.stop();
   }
@@ -293,6 +300,7 @@ export async function benchPipeline(count = 20): Promise<{ results: BenchResult[
         roundsResult('pipeline-service', inline.extra, 'launches/s'),
         roundsResult('pipeline-thread', threaded.rounds, 'launches/s'),
         roundsResult('pipeline-chain-thread', threaded.extra, 'launches/s'),
+        result('pipeline-service-cpu', median(inline.cpuMsPerLaunch), 'ms/launch', 0),
       ],
       note: `${count} token-2022 launches per run (mint, metadata, distribution), embedded chain, after ${WARM_UP} unmeasured launches on each side (rounds of ${count}); end to end: until every launch is complete and every webhook of it delivered; baseline: the bare chain work on one thread (concurrency ${CONCURRENCY}, an in-process chain on a SQLite file of its own), each signed transaction recorded before it is sent, as the contract requires; pipeline: the chain in-process (the default), runner concurrency ${CONCURRENCY}, round ratios ${ratios(inline.rounds)}; pipeline-service: that service with each step's chain work replaced by a recorded outcome, round ratios ${ratios(inline.extra)}; pipeline-thread: CHAIN_THREAD=on, runner concurrency ${THREAD_CONCURRENCY}, round ratios ${ratios(threaded.rounds)}; pipeline-chain-thread: that end to end vs the same steps sent straight to its chain thread, round ratios ${ratios(threaded.extra)}`,
     };
