@@ -5,7 +5,7 @@ import { Badge, FilterSelect, Csrf, Pager, time } from './layout.js';
 import { PAGE } from './launches.js';
 import type { DashboardUser } from './session.js';
 
-export const DEAD_LETTER_KINDS: DeadLetterRow['kind'][] = ['launch', 'delivery'];
+export const DEAD_LETTER_KINDS: DeadLetterRow['kind'][] = ['launch', 'delivery', 'watch'];
 export const DEAD_LETTER_STATUSES: DeadLetterRow['status'][] = ['open', 'retried', 'resolved'];
 
 export interface DeadLetterFilter {

@@ -145,7 +145,7 @@ export interface DeliveryAttemptsTable {
 
 export interface DeadLettersTable {
   id: string;
-  kind: 'launch' | 'delivery';
+  kind: 'launch' | 'delivery' | 'watch';
   owner: string;
   launch_id: string;
   delivery_id: string | null;

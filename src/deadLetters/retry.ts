@@ -27,6 +27,9 @@ const conflictNotOpen = (dl: Pick<DeadLetterRow, 'id' | 'status'>) =>
 export async function retryDeadLetter(deps: DeadLetterRetryDeps, dl: DeadLetterRow): Promise<DeadLetterRow> {
   if (dl.status !== 'open') throw conflictNotOpen(dl);
   const eventId = dl.event_id;
+  if (dl.kind === 'watch') {
+    throw new ConflictError(`Dead letter ${dl.id} records a transaction its watch could not decode and skipped; there is nothing to retry: resolve it once reviewed`);
+  }
   if (dl.kind === 'delivery' && eventId === null) throw new ConflictError(`Dead letter ${dl.id} names no event to redeliver`);
   await deps.db.transaction().execute(async (trx) => {
     // Claiming the dead letter first makes two concurrent retries queue one requeue, not two.

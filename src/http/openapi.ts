@@ -123,7 +123,7 @@ export function buildOpenApi(version: string): Json {
           responses: { 200: { description: 'The outcome of the attempt' }, ...errors(400, 401, 415) },
         },
       },
-      '/api/dead-letters': { get: { summary: 'Dead letters (launch jobs and deliveries)', security: bearer, parameters: [...pageParams, { name: 'kind', in: 'query', schema: { enum: ['launch', 'delivery'] } }, { name: 'status', in: 'query', schema: { enum: ['open', 'retried', 'resolved'] } }], responses: { 200: { description: '{deadLetters, pagination}' }, ...errors(400, 401, 403) } } },
+      '/api/dead-letters': { get: { summary: 'Dead letters (launch jobs, deliveries, and transactions a watch could not decode)', security: bearer, parameters: [...pageParams, { name: 'kind', in: 'query', schema: { enum: ['launch', 'delivery', 'watch'] } }, { name: 'status', in: 'query', schema: { enum: ['open', 'retried', 'resolved'] } }], responses: { 200: { description: '{deadLetters, pagination}' }, ...errors(400, 401, 403) } } },
       '/api/dead-letters/{id}/retry': { post: { summary: 'Resume the launch at its failed step, or redeliver the event', security: bearer, parameters: [idParam('id')], responses: { 200: { description: '{deadLetter}' }, ...errors(401, 403, 404, 409) } } },
       '/api/dead-letters/{id}/resolve': { post: { summary: 'Mark reviewed without retrying', security: bearer, parameters: [idParam('id')], responses: { 200: { description: '{deadLetter}' }, ...errors(401, 403, 404, 409) } } },
       '/api/breakers': { get: { summary: 'Every endpoint circuit breaker (admin): id, endpoint, host, state, failures, openedAt, nextTrialAt, pendingDeliveries', security: bearer, responses: { 200: { description: '{breakers}' }, ...errors(401, 403) } } },

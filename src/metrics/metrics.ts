@@ -4,7 +4,7 @@ import type { BreakerSource, HealthReport } from '../health/healthService.js';
 import type { Clock } from '../lib/clock.js';
 import { isPostgres } from '../db/dialect.js';
 import { createAppendCursor } from './appendCursor.js';
-import { countPendingDeliveries, fundingTotals, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
+import { countPendingDeliveries, countWatchDeadLetters, fundingTotals, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
 
 /** Where metrics that are not counted in-process come from. */
 export interface MetricsDeps {
@@ -147,6 +147,16 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     registers: [registry],
     async collect() {
       this.set((await watchLagMs(deps.db, (deps.clock ?? { now: () => Date.now() }).now())) / 1000);
+    },
+  });
+
+  new Counter({
+    name: `${p}watch_undecodable_transactions_total`,
+    help: 'Transactions a watch could not decode, recorded as dead letters of kind watch and skipped',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      this.inc(await countWatchDeadLetters(deps.db));
     },
   });
 

@@ -79,3 +79,9 @@ export async function fundingTotals(db: Db): Promise<{ reservedLamports: number;
       (select coalesce(sum(lamports), 0) from funding_ledger where kind = 'spend') as spent`.execute(db);
   return { reservedLamports: Number(rows[0]?.reserved ?? 0), spentLamports: Number(rows[0]?.spent ?? 0) };
 }
+
+/** Dead letters of kind `watch`: transactions a watch could not decode and skipped. */
+export async function countWatchDeadLetters(db: Db): Promise<number> {
+  const row = await db.selectFrom('dead_letters').select((eb) => eb.fn.countAll<number>().as('n')).where('kind', '=', 'watch').executeTakeFirstOrThrow();
+  return Number(row.n);
+}

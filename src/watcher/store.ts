@@ -4,6 +4,7 @@ import type { Clock } from '../lib/clock.js';
 import { newSortableId } from '../lib/ids.js';
 import { parseJson } from '../lib/json.js';
 import { ownerStreamKey, recordEvent } from '../webhooks/outbox.js';
+import { insertDeadLetter } from '../deadLetters/store.js';
 
 /** What a watch follows: a launch's vesting escrow, its realm, its pool (or a kind a test registers). */
 export type WatchKind = string;
@@ -177,6 +178,8 @@ export interface WatchProgress {
   context?: Record<string, unknown> | undefined;
   /** Writes to make in the commit's transaction (after the fence check), returning more events to record with it. */
   apply?: ((trx: DbOrTx, now: number) => Promise<FoundEvent[]>) | undefined;
+  /** Transactions of this batch no decoder could read: each recorded once as a `watch` dead letter and skipped. */
+  undecodable?: Array<{ signature: string; message: string }> | undefined;
 }
 
 /**
@@ -214,6 +217,13 @@ export async function commitProgress(db: Db, clock: Clock, watch: WatchRow, prog
     if (Number(updated.numUpdatedRows) === 0) throw new WatchFencedError(watch.id);
     let recorded = 0;
     const events = progress.apply ? [...progress.events, ...(await progress.apply(trx, now))] : progress.events;
+    if (progress.undecodable && progress.undecodable.length > 0) {
+      // Under the fence, with the cursor that moves past them: recorded once, however often a pass is replayed.
+      const owner = await ownerOfLaunch(trx, watch.launch_id);
+      for (const u of progress.undecodable) {
+        await insertDeadLetter(trx, { kind: 'watch', owner, launchId: watch.launch_id, step: watch.kind, errorCode: 'undecodable_transaction', errorMessage: `${u.signature}: ${u.message}`.slice(0, 1000), now });
+      }
+    }
     for (const found of events) {
       const fresh = await tables(trx)
         .insertInto('watch_reported')
@@ -291,3 +301,10 @@ export async function listWatches(db: DbOrTx, launchId: string): Promise<Array<R
 
 /** The parsed context of a watch. */
 export const watchContext = (watch: WatchRow): Record<string, unknown> => parseJson<Record<string, unknown>>(watch.context, {});
+
+/** The owner of a launch, or of an owner's own stream (`own_<owner>`: its funding wallet's watch). */
+async function ownerOfLaunch(trx: DbOrTx, launchId: string): Promise<string> {
+  if (launchId.startsWith('own_')) return launchId.slice(4);
+  const row = await trx.selectFrom('launches').select('owner').where('id', '=', launchId).executeTakeFirst();
+  return row?.owner ?? '';
+}

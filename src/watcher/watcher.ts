@@ -1,7 +1,9 @@
 import type { ChainHistory, HistoryTransaction, SignatureEntry } from '../chain/history.js';
 import type { Db, DbOrTx } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
+import { UnavailableError } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
+import { TransientError } from '../lib/retry.js';
 import type { Logger } from '../lib/logger.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
 import { createPollLoop, type PollLoop } from '../lib/pollLoop.js';
@@ -78,6 +80,8 @@ export class ChainWatcher {
   private readonly loop: PollLoop;
   /** Chain reads made (history pages, transactions, accounts through handlers are not counted). */
   reads = 0;
+  /** Transactions this watcher set aside as undecodable (each one a `watch` dead letter). */
+  undecodable = 0;
   /** Addresses the chain reported activity on since the last turn (wake-ups, see ChainHistory.onActivity). */
   private touched = new Set<string>();
   private readonly unsubscribe: () => void;
@@ -195,7 +199,7 @@ export class ChainWatcher {
         if (!tx) throw new Error(`transaction ${entry.signature} is in the history but cannot be read`);
         if (tx.err === null) transactions.push(tx);
       }
-      const outcome: HandlerOutcome = transactions.length > 0 ? await handler.process(this.view(current, context), transactions, chain) : { events: [] };
+      const { outcome, undecodable } = transactions.length > 0 ? await this.decode(handler, current, context, transactions) : { outcome: { events: [] } as HandlerOutcome, undecodable: [] };
       if (outcome.context) context = { ...context, ...outcome.context };
       activity ||= outcome.events.length > 0;
       cursor = batch[batch.length - 1]?.signature ?? cursor;
@@ -212,6 +216,7 @@ export class ChainWatcher {
         end: outcome.end,
         context: outcome.context ? context : undefined,
         apply: outcome.apply,
+        undecodable,
         keepLease: !last && !ends,
         ...(ends ? { clearCliff: true } : {}),
       });
@@ -241,6 +246,60 @@ export class ChainWatcher {
     return recorded;
   }
 
+  /**
+   * A batch through its handler. When the handler throws for a reason that is not transient (a
+   * decoder that cannot read a transaction: a program upgrade, a malformed instruction), the batch
+   * is decoded again one transaction at a time: the others are reported as usual and each one that
+   * still throws is set aside, to be recorded once as a `watch` dead letter and skipped (the cursor
+   * moves past it), instead of failing the whole pass again every few polls forever. A transient
+   * failure (the chain could not be read) fails the pass, which is retried later.
+   */
+  private async decode(handler: WatchHandler, watch: WatchRow, context: Record<string, unknown>, transactions: HistoryTransaction[]): Promise<{ outcome: HandlerOutcome; undecodable: Array<{ signature: string; message: string }> }> {
+    const chain = this.options.chain;
+    try {
+      return { outcome: await handler.process(this.view(watch, context), transactions, chain), undecodable: [] };
+    } catch (error) {
+      if (isTransient(error)) throw error;
+    }
+    const events: FoundEvent[] = [];
+    const applies: Array<NonNullable<HandlerOutcome['apply']>> = [];
+    const undecodable: Array<{ signature: string; message: string }> = [];
+    let merged = context;
+    let changed: Record<string, unknown> | undefined;
+    let end: string | undefined;
+    for (const tx of transactions) {
+      let one: HandlerOutcome;
+      try {
+        one = await handler.process(this.view(watch, merged), [tx], chain);
+      } catch (error) {
+        if (isTransient(error)) throw error;
+        undecodable.push({ signature: tx.signature, message: error instanceof Error ? error.message : String(error) });
+        this.undecodable += 1;
+        this.options.logger.warn({ watchId: watch.id, launchId: watch.launch_id, kind: watch.kind, signature: tx.signature, err: error }, 'a transaction no decoder could read is recorded as a dead letter and skipped');
+        continue;
+      }
+      events.push(...one.events);
+      if (one.apply) applies.push(one.apply);
+      if (one.context) {
+        merged = { ...merged, ...one.context };
+        changed = { ...changed, ...one.context };
+      }
+      if (one.end !== undefined) {
+        end = one.end;
+        break;
+      }
+    }
+    const apply =
+      applies.length === 0
+        ? undefined
+        : async (trx: DbOrTx, now: number) => {
+            const more: FoundEvent[] = [];
+            for (const a of applies) more.push(...(await a(trx, now)));
+            return more;
+          };
+    return { outcome: { events, end, context: changed, apply }, undecodable };
+  }
+
   /** Every signature after the cursor, oldest first (pages newest first with `before`, stops at `until`). */
   private async newHistory(address: string, cursor: string | null): Promise<SignatureEntry[]> {
     const { chain, pageLimit } = this.options;
@@ -259,4 +318,9 @@ export class ChainWatcher {
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** A failure to read the chain (retried later), as opposed to a transaction a decoder cannot read. */
+function isTransient(error: unknown): boolean {
+  return error instanceof TransientError || error instanceof UnavailableError;
 }

@@ -10,7 +10,7 @@ import { paginationBlock, readPage } from '../pagination.js';
 
 export type DeadLetterRouteDeps = DeadLetterRetryDeps;
 
-const KINDS: DeadLetterRow['kind'][] = ['launch', 'delivery'];
+const KINDS: DeadLetterRow['kind'][] = ['launch', 'delivery', 'watch'];
 const STATUSES: DeadLetterRow['status'][] = ['open', 'retried', 'resolved'];
 
 function readFilter(query: (name: string) => string | undefined): DeadLetterFilter {
