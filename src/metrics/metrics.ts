@@ -2,9 +2,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Db } from '../db/database.js';
 import type { BreakerSource, HealthReport } from '../health/healthService.js';
 import type { Clock } from '../lib/clock.js';
-import { isPostgres } from '../db/dialect.js';
 import { createAppendCursor } from './appendCursor.js';
-import { countPendingDeliveries, countWatchDeadLetters, fundingTotals, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
+import { countPendingDeliveries, countWatchDeadLetters, endedBelow, fundingTotals, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
 
 /** Where metrics that are not counted in-process come from. */
 export interface MetricsDeps {
@@ -41,8 +40,6 @@ const LAUNCH_EVENTS: Record<string, string> = {
 };
 const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;
 const BATCH = 5000;
-/** How long a gap in a PostgreSQL rowid may wait for its transaction before the counters pass it. */
-const ROWID_GAP_TIMEOUT_MS = 30_000;
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 export function createMetrics(deps: MetricsDeps): Metrics {
@@ -75,36 +72,36 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   });
 
   // Counters read from the append-only tables: one pass per scrape over what is new. On PostgreSQL
-  // a row can commit after a row with a higher rowid; the cursors count it all the same.
-  const gapTimeoutMs = isPostgres(deps.db) ? ROWID_GAP_TIMEOUT_MS : 0;
-  const attemptsCursor = createAppendCursor(gapTimeoutMs);
-  const eventsCursor = createAppendCursor(gapTimeoutMs);
+  // a row can commit after a row with a higher rowid; the cursors wait for the database to say a gap
+  // is final (appendCursor.ts), so they count it all the same, however long its transaction stays open.
+  const attemptsCursor = createAppendCursor();
+  const eventsCursor = createAppendCursor();
   async function catchUp(): Promise<void> {
-    // Wall time, whatever clock the service runs on: the timeout is about how long a transaction lives.
-    const now = performance.now();
+    // Taken before the reads: every transaction below it has ended, so its rows are all visible to them.
+    const ended = await endedBelow(deps.db);
     for (let after = attemptsCursor.floor; ;) {
       const rows = await readAttemptsAfter(deps.db, after, BATCH);
       for (const row of rows) {
-        after = row.rowid;
-        if (!attemptsCursor.take(row.rowid, now)) continue;
+        after = Number(row.rowid);
+        if (!attemptsCursor.take(after, Number(row.horizon))) continue;
         attempts.inc({ outcome: row.outcome });
         if (row.deliveredAfterMs !== null) deliverySeconds.observe(Math.max(0, row.deliveredAfterMs) / 1000);
       }
       if (rows.length < BATCH) break;
     }
-    attemptsCursor.settle(now);
+    attemptsCursor.settle(ended);
     for (let after = eventsCursor.floor; ;) {
       const rows = await readEventsAfter(deps.db, after, BATCH);
       for (const row of rows) {
-        after = row.rowid;
-        if (!eventsCursor.take(row.rowid, now)) continue;
+        after = Number(row.rowid);
+        if (!eventsCursor.take(after, Number(row.horizon))) continue;
         const status = LAUNCH_EVENTS[row.event];
         if (status) launches.inc({ status });
         if (row.step !== null && row.stepMs !== null) stepSeconds.observe({ step: row.step }, Math.max(0, row.stepMs) / 1000);
       }
       if (rows.length < BATCH) break;
     }
-    eventsCursor.settle(now);
+    eventsCursor.settle(ended);
   }
   // Present from the first scrape, so rate() has a starting point.
   for (const outcome of ['success', 'failure']) attempts.inc({ outcome }, 0);

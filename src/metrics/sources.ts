@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { jsonText } from '../db/dialect.js';
+import { isPostgres, jsonText } from '../db/dialect.js';
 
 // The webhook and launch counters are read from the append-only tables (attempts, outbox events)
 // rather than counted in the dispatcher and runner: the numbers survive restarts, cannot drift from
@@ -8,8 +8,23 @@ import { jsonText } from '../db/dialect.js';
 // the last rowid known to have no gap below it (appendCursor.ts), so a scrape costs what happened
 // since the previous one.
 
+/** PostgreSQL: the transaction-id horizon of this statement's snapshot (no transaction at or above it had committed). */
+const HORIZON_PG = sql`pg_snapshot_xmax(pg_current_snapshot())::text::bigint`;
+
+/**
+ * Every transaction below the returned id has ended (PostgreSQL: the `xmin` of a snapshot taken now;
+ * SQLite, one writer committing in rowid order: Infinity). See appendCursor.ts.
+ */
+export async function endedBelow(db: Db): Promise<number> {
+  if (!isPostgres(db)) return Number.POSITIVE_INFINITY;
+  const { rows } = await sql<{ x: string }>`select pg_snapshot_xmin(pg_current_snapshot())::text as x`.execute(db);
+  return Number(rows[0]!.x);
+}
+
 export interface AttemptFact {
   rowid: number;
+  /** The horizon of the snapshot that read it (0 on SQLite); see appendCursor.ts. */
+  horizon: number;
   outcome: string;
   /** Commit of the delivery → end of this attempt, in ms; only for successful attempts. */
   deliveredAfterMs: number | null;
@@ -18,7 +33,7 @@ export interface AttemptFact {
 /** Delivery attempts recorded after `afterRowid`, oldest first. */
 export async function readAttemptsAfter(db: Db, afterRowid: number, limit: number): Promise<AttemptFact[]> {
   const { rows } = await sql<AttemptFact>`
-    select a.rowid as rowid, a.outcome as outcome,
+    select a.rowid as rowid, ${isPostgres(db) ? HORIZON_PG : sql`0`} as horizon, a.outcome as outcome,
       case when a.outcome = 'success' then a.started_at + a.duration_ms - d.created_at end as "deliveredAfterMs"
     from delivery_attempts a join deliveries d on d.id = a.delivery_id
     where a.rowid > ${afterRowid} order by a.rowid limit ${limit}`.execute(db);
@@ -27,6 +42,8 @@ export async function readAttemptsAfter(db: Db, afterRowid: number, limit: numbe
 
 export interface EventFact {
   rowid: number;
+  /** As in AttemptFact. */
+  horizon: number;
   event: string;
   /** For `launch.step_complete`: the step and its duration in ms (started → completed). */
   step: string | null;
@@ -36,7 +53,7 @@ export interface EventFact {
 /** Outbox events recorded after `afterRowid`, oldest first, with the duration of a completed step. */
 export async function readEventsAfter(db: Db, afterRowid: number, limit: number): Promise<EventFact[]> {
   const { rows } = await sql<EventFact>`
-    select e.rowid as rowid, e.event as event, s.name as step, s.completed_at - s.started_at as "stepMs"
+    select e.rowid as rowid, ${isPostgres(db) ? HORIZON_PG : sql`0`} as horizon, e.event as event, s.name as step, s.completed_at - s.started_at as "stepMs"
     from outbox_events e
     left join launch_steps s on e.event = 'launch.step_complete' and s.launch_id = e.launch_id
       and s.name = ${jsonText(db, sql`e.body`, ['data', 'step'])}

@@ -18,6 +18,7 @@ import * as m035 from './035_step_waiting.js';
 import * as m020 from './020_funding.js';
 import * as m021 from './021_owner_events.js';
 import * as m022 from './022_delivery_owner_lanes.js';
+import * as m026 from './026_rowid_after_xid.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -40,6 +41,7 @@ export const migrations: Record<string, Migration> = {
   '020_funding': m020,
   '021_owner_events': m021,
   '022_delivery_owner_lanes': m022,
+  '026_rowid_after_xid': m026,
 };
 
 export const migrationProvider: MigrationProvider = {
