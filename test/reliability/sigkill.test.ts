@@ -7,25 +7,25 @@ import { getAccount, getAssociatedTokenAddressSync, getMint, TOKEN_2022_PROGRAM_
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/auth/apiKeys.js';
-import { loadConfig } from '../../src/config/config.js';
-import { migrateToLatest, openDatabase } from '../../src/db/database.js';
-import { silentLogger } from '../../src/lib/logger.js';
-import { createChainBackend } from '../../src/app/serviceChain.js';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { launchBody } from '../support/fixtures.js';
+import { onPostgres } from '../support/database.js';
+import { startServiceBackend } from './support/backend.js';
 import { startChildService } from './support/childService.js';
 import { startRecordingReceiver } from './support/recordingReceiver.js';
 
-const KILLS = 4;
+// Fewer rounds in the PostgreSQL half, which runs this again (SIGKILL_KILLS overrides either).
+const KILLS = Number(process.env.SIGKILL_KILLS ?? (onPostgres ? 2 : 4));
 const LAUNCHES_PER_ROUND = 3;
 const MAX_IN_FLIGHT = 16;
 const SECRET = 'whsec_sigkill_0123456789abcdef';
 // Each restart's clock is 10 minutes past the last one: every lease of the killed process has expired.
+// (On PostgreSQL leases run on the server's clock: short ones that expire in real time instead, see support/backend.ts.)
 const STEP_MS = 10 * 60_000;
 
 const dir = mkdtempSync(join(tmpdir(), 'reliability-kill-'));
-const env = {
-  DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off', RATE_LIMIT_PER_MINUTE: '1000000',
+const baseEnv = {
+  SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off', RATE_LIMIT_PER_MINUTE: '1000000',
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT), WEBHOOK_POLL_INTERVAL_MS: '50ms', WEBHOOK_TIMEOUT_MS: '2s',
   // The first round (no clock offset) runs the chain on its own thread, the later ones in-process:
   // the kills hit both, and each restart switches over the same database.
@@ -48,9 +48,9 @@ async function createLaunches(origin: string, key: string, webhookUrl: string, c
 
 describe('SIGKILL loop', () => {
   it('loses no committed event, duplicates at most the in-flight attempts and mints exactly once per launch across repeated SIGKILLs', async () => {
-    const config = loadConfig(env);
-    const opened = openDatabase(config.databasePath);
-    await migrateToLatest(opened.db);
+    const opened = await startServiceBackend(dir, baseEnv);
+    const { env } = opened;
+    const offset = (round: number) => String(opened.postgres ? 0 : round * STEP_MS);
     const key = (await createApiKey(opened.db, { owner: 'chaos', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
     const receiver = await startRecordingReceiver(() => random(0, 25));
     const accepted: Array<{ id: string; body: Record<string, unknown> }> = [];
@@ -58,8 +58,11 @@ describe('SIGKILL loop', () => {
     let interrupted = 0;
     try {
       for (let round = 0; round < KILLS; round++) {
-        const svc = await startChildService({ ...env, CLOCK_OFFSET_MS: String(round * STEP_MS) });
+        const svc = await startChildService({ ...env, CLOCK_OFFSET_MS: offset(round) });
+        const before = accepted.length;
         const posts = createLaunches(svc.origin, key, receiver.url, LAUNCHES_PER_ROUND, accepted);
+        // The kill comes once this round's first launch is accepted (its work has begun).
+        for (let i = 0; accepted.length === before && i < 300; i++) await new Promise((r) => setTimeout(r, 20));
         // A random kill point: after a random number of further webhook requests, or a random time.
         const more = random(1, 15);
         const ms = random(50, 800);
@@ -74,7 +77,7 @@ describe('SIGKILL loop', () => {
       // The kills hit work in progress (leased deliveries or unfinished launches), not an idle process.
       expect(interrupted, killPoints.join('; ')).toBeGreaterThan(0);
 
-      const last = await startChildService({ ...env, CLOCK_OFFSET_MS: String(KILLS * STEP_MS) });
+      const last = await startChildService({ ...env, CLOCK_OFFSET_MS: offset(KILLS) });
       const settled = async () => {
         const open = await opened.db.selectFrom('launches').select('id').where('status', '!=', 'complete').execute();
         const pending = await opened.db.selectFrom('deliveries').select('id').where('status', '=', 'pending').execute();
@@ -104,8 +107,7 @@ describe('SIGKILL loop', () => {
       for (const l of launches) expect(events.filter((e) => e.launch_id === l.id && e.event === 'launch.complete')).toHaveLength(1);
       const mints = launches.map((l) => (JSON.parse(l.results) as { mint?: string }).mint);
       expect(new Set(mints).size).toBe(launches.length);
-      const chain = await createChainBackend(config, { db: opened.db, clock: { now: () => Date.now() + (KILLS + 1) * STEP_MS }, logger: silentLogger() });
-      const conn = { getAccountInfo: (pk: PublicKey) => chain.getAccountInfo(pk) } as never;
+      const { conn, close: closeChain } = await opened.chainReader({ now: () => Date.now() + (KILLS + 1) * STEP_MS });
       for (const a of accepted) {
         const mint = new PublicKey(mints[launches.findIndex((l) => l.id === a.id)]!);
         const info = await getMint(conn, mint, 'confirmed', TOKEN_2022_PROGRAM_ID);
@@ -114,7 +116,7 @@ describe('SIGKILL loop', () => {
         const ata = getAssociatedTokenAddressSync(mint, new PublicKey(a.body.creator as string), false, TOKEN_2022_PROGRAM_ID);
         expect((await getAccount(conn, ata, 'confirmed', TOKEN_2022_PROGRAM_ID)).amount).toBe(supply);
       }
-      await chain.close();
+      await closeChain();
     } finally {
       await receiver.close();
       await opened.close();

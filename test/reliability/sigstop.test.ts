@@ -7,12 +7,9 @@ import { getAccount, getAssociatedTokenAddressSync, getMint, TOKEN_2022_PROGRAM_
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/auth/apiKeys.js';
-import { loadConfig } from '../../src/config/config.js';
-import { migrateToLatest, openDatabase } from '../../src/db/database.js';
-import { silentLogger } from '../../src/lib/logger.js';
-import { createChainBackend } from '../../src/app/serviceChain.js';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { launchBody } from '../support/fixtures.js';
+import { startServiceBackend } from './support/backend.js';
 import { startChildService, type ChildService } from './support/childService.js';
 import { startRecordingReceiver } from './support/recordingReceiver.js';
 
@@ -27,8 +24,8 @@ const DELIVERY_LEASE_MS = Math.max(2000, WEBHOOK_TIMEOUT_MS + 5000);
 const FREEZE_MS = Math.max(3 * RUNNER_LEASE_MS, DELIVERY_LEASE_MS) + 2000;
 
 const dir = mkdtempSync(join(tmpdir(), 'reliability-stop-'));
-const env = {
-  DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off', RATE_LIMIT_PER_MINUTE: '1000000',
+const baseEnv = {
+  SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off', RATE_LIMIT_PER_MINUTE: '1000000',
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT), WEBHOOK_POLL_INTERVAL_MS: '50ms',
   WEBHOOK_TIMEOUT_MS: `${WEBHOOK_TIMEOUT_MS}ms`, WEBHOOK_LEASE_MS: '2s', RUNNER_LEASE_MS: `${RUNNER_LEASE_MS}ms`, CHAIN_RPC_PORT: 'off',
   // The chain on its own thread: frozen with the rest of the process, every lease expired on SIGCONT.
@@ -41,9 +38,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('SIGSTOP past the leases', () => {
   it('completes every launch, reports no step twice and loses no event after the service is frozen longer than its leases', async () => {
-    const config = loadConfig(env);
-    const opened = openDatabase(config.databasePath);
-    await migrateToLatest(opened.db);
+    // SQLite, or in the PostgreSQL half a database on the test server and a chain process (support/backend.ts).
+    const opened = await startServiceBackend(dir, baseEnv);
+    const { env } = opened;
     const key = (await createApiKey(opened.db, { owner: 'chaos', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
     // Answers after up to 300 ms, so attempts are in flight when the process freezes.
     const receiver = await startRecordingReceiver(() => random(0, 300));
@@ -125,8 +122,7 @@ describe('SIGSTOP past the leases', () => {
       // One mint per launch, holding exactly its supply (a second mint-to would have doubled it).
       const mints = launches.map((l) => (JSON.parse(l.results) as { mint?: string }).mint);
       expect(new Set(mints).size).toBe(launches.length);
-      const chain = await createChainBackend(config, { db: opened.db, clock: { now: () => Date.now() }, logger: silentLogger() });
-      const conn = { getAccountInfo: (pk: PublicKey) => chain.getAccountInfo(pk) } as never;
+      const { conn, close: closeChain } = await opened.chainReader();
       for (const a of accepted) {
         const mint = new PublicKey(mints[launches.findIndex((l) => l.id === a.id)]!);
         const supply = BigInt(a.body.totalSupply as string) * 10n ** BigInt(a.body.decimals as number);
@@ -134,7 +130,7 @@ describe('SIGSTOP past the leases', () => {
         const ata = getAssociatedTokenAddressSync(mint, new PublicKey(a.body.creator as string), false, TOKEN_2022_PROGRAM_ID);
         expect((await getAccount(conn, ata, 'confirmed', TOKEN_2022_PROGRAM_ID)).amount).toBe(supply);
       }
-      await chain.close();
+      await closeChain();
     } finally {
       if (svc && svc.child.exitCode === null && svc.child.signalCode === null) {
         if (stopped) process.kill(svc.child.pid!, 'SIGCONT');
