@@ -150,7 +150,9 @@ export async function createService(
       ? createPostgresWakeups({ url: config.postgres.url, instanceId: newId('ins', 8), logger, execute: (q) => db.executeQuery(CompiledQuery.raw(q.text, q.values)) })
       : noWakeups;
     closers.push(() => wakeups.close());
-    const webhooks = createWebhookService({ db, clock, logger, config, secretBox, wakeups });
+    // On PostgreSQL breakers run on the database server's clock, one for every instance (a service
+    // built with another clock, a test moving time by hand, keeps that clock).
+    const webhooks = createWebhookService({ db, clock, logger, config, secretBox, wakeups, databaseClock: config.postgres !== undefined && clock === systemClock });
     const funding = createFunding({
       db,
       chain,

@@ -16,7 +16,7 @@ import {
 import { hostOfEndpoint } from './endpointKey.js';
 import type { AttemptOutcome } from './httpClient.js';
 import { newId } from '../lib/ids.js';
-import { claimBreakerTrial, compareAndSetBreaker, loadBreaker, loadBreakers, type StoredBreaker } from './sql/breakers.js';
+import { claimBreakerTrial, compareAndSetBreaker, databaseNow, loadBreaker, loadBreakers, type StoredBreaker } from './sql/breakers.js';
 
 export type BreakerSnapshotEntry = BreakerSnapshot;
 
@@ -115,6 +115,13 @@ export interface BreakerRegistryDeps {
   onChange?: () => void;
   /** A closed breaker with no failures and no attempt for this long is dropped from memory (default 10 min). */
   idleEvictMs?: number;
+  /**
+   * Times breakers by the database server's clock (PostgreSQL, several instances): when a breaker
+   * opened, when its reset timeout ends, when a trial lease runs out — one clock for every instance,
+   * whatever each machine's says. The registry's time is then its clock plus the offset to the
+   * server's `clock_timestamp()`, measured again with every read of the breakers.
+   */
+  databaseClock?: boolean;
 }
 
 const noRow = (): StoredBreaker => ({ state: initialBreakerState, version: -1, trialOwner: null, trialUntil: null });
@@ -152,6 +159,16 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
   const rotation = new EventEmitter();
   rotation.setMaxListeners(0);
   const log = deps.logger.child({ component: 'webhook-breakers' });
+  /** The database clock minus this registry's clock (0 until measured, or without `databaseClock`). */
+  let offset = 0;
+  /** The breakers' time: the database server's on PostgreSQL (`databaseClock`), else the injected clock. */
+  const now = () => deps.clock.now() + offset;
+  async function measureOffset(): Promise<void> {
+    const before = deps.clock.now();
+    const server = await databaseNow(deps.db);
+    const after = deps.clock.now();
+    offset = server - Math.round((before + after) / 2);
+  }
 
   const get = (endpoint: string) => entries.get(endpoint)?.state ?? initialBreakerState;
   // When each copy was last taken (a counter), so a sync drops only rows gone before it began.
@@ -204,7 +221,7 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
       const current = entries.get(endpoint) ?? noRow();
       const next = change(current.state);
       if (sameState(current.state, next)) return;
-      const version = await compareAndSetBreaker(deps.db, { endpoint, host: hostOfEndpoint(endpoint), version: current.version, next, now: deps.clock.now() });
+      const version = await compareAndSetBreaker(deps.db, { endpoint, host: hostOfEndpoint(endpoint), version: current.version, next, now: now() });
       if (version !== undefined) {
         remember(endpoint, { state: next, version, trialOwner: null, trialUntil: null });
         if (next.state !== current.state.state) deps.onChange?.();
@@ -253,8 +270,8 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
 
   /** Every endpoint's state as of now: an open breaker whose time is up reads half-open even before the next tick. */
   function shown(): Array<[string, BreakerState]> {
-    const now = deps.clock.now();
-    return [...entries].map(([endpoint, e]) => [endpoint, advanceBreaker(e.state, now, deps.policy)]);
+    const at = now();
+    return [...entries].map(([endpoint, e]) => [endpoint, advanceBreaker(e.state, at, deps.policy)]);
   }
 
   function aggregate(states: BreakerState[]): BreakerSnapshotEntry {
@@ -275,8 +292,8 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
     load() {
       if (loaded && !stale && deps.clock.now() - lastSync < syncMs) return Promise.resolve();
       const readFrom = remembered;
-      syncing ??= loadBreakers(deps.db)
-        .then((rows) => {
+      syncing ??= Promise.all([loadBreakers(deps.db), deps.databaseClock ? measureOffset() : undefined])
+        .then(([rows]) => {
           for (const [endpoint, row] of rows) {
             // A closed, failure-free breaker we do not hold says nothing a missing one does not.
             if (!entries.has(endpoint) && row.state.state === 'closed' && row.state.failures === 0) continue;
@@ -303,23 +320,23 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
       stale = true;
     },
     async refresh() {
-      const now = deps.clock.now();
+      const at = now();
       for (const endpoint of [...entries.keys()]) {
-        await apply(endpoint, (s) => advanceBreaker(s, now, deps.policy));
-        await leaseTrial(endpoint, now);
+        await apply(endpoint, (s) => advanceBreaker(s, at, deps.policy));
+        await leaseTrial(endpoint, at);
       }
-      sweep(now);
+      sweep(at);
     },
     blockedEndpoints() {
       return [...entries].filter(([, e]) => e.state.state !== 'closed').map(([endpoint]) => endpoint);
     },
     trialEndpoints() {
-      const now = deps.clock.now();
-      return [...entries].filter(([endpoint, e]) => holdsTrial(e, now) && !trials.has(endpoint)).map(([endpoint]) => endpoint);
+      const at = now();
+      return [...entries].filter(([endpoint, e]) => holdsTrial(e, at) && !trials.has(endpoint)).map(([endpoint]) => endpoint);
     },
     beginTrial(endpoint) {
       const e = entries.get(endpoint);
-      if (!e || !holdsTrial(e, deps.clock.now()) || trials.has(endpoint)) return false;
+      if (!e || !holdsTrial(e, now()) || trials.has(endpoint)) return false;
       trials.add(endpoint);
       return true;
     },
@@ -331,7 +348,7 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
       return get(endpoint).state === 'closed';
     },
     async execute(endpoint, trial, attempt) {
-      lastUsed.set(endpoint, deps.clock.now());
+      lastUsed.set(endpoint, now());
       let outcome: AttemptOutcome;
       try {
         outcome = await circuit(endpoint).fire(attempt);
@@ -341,11 +358,11 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
       }
       try {
         const verdict = breakerVerdict(outcome);
-        const now = deps.clock.now();
+        const at = now();
         // Only the trial speaks for a half-open endpoint; stragglers from before it opened do not.
         if (verdict !== 'neutral') {
           await apply(endpoint, (s) =>
-            s.state === 'half-open' && !trial ? s : verdict === 'success' ? breakerSucceeded(s) : breakerFailed(s, now, deps.policy),
+            s.state === 'half-open' && !trial ? s : verdict === 'success' ? breakerSucceeded(s) : breakerFailed(s, at, deps.policy),
           );
         }
       } finally {

@@ -25,6 +25,8 @@ export interface WebhookEngineDeps {
   loopLag?: LoopLag;
   /** Wake-ups between instances on one PostgreSQL database (none on SQLite). */
   wakeups?: Wakeups;
+  /** Breakers timed by the database server's clock (see BreakerRegistryDeps.databaseClock). */
+  databaseClock?: boolean;
 }
 
 /** The webhook delivery side, built once by the composition root. */
@@ -75,6 +77,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
     logger: deps.logger,
     policy: breaker,
     trialLeaseMs: leaseMs,
+    databaseClock: deps.databaseClock,
     onChange: () => wakeups.publish('breakers'),
   });
   const dispatcher = createDispatcher({

@@ -2,6 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createBreakerRegistry } from '../../src/webhooks/breakerRegistry.js';
+import { hostOfEndpoint } from '../../src/webhooks/endpointKey.js';
+import { onPostgres } from '../support/database.js';
 import { createWebhookEngine, type WebhookEngine } from '../../src/webhooks/engine.js';
 import type { AttemptOutcome } from '../../src/webhooks/httpClient.js';
 import { commitEvents, createTestDb, engineConfig, insertLaunch, newSecretBox, startReceiver, type Receiver, type TestDb } from '../support/webhooks.js';
@@ -126,5 +128,35 @@ describe('breakers shared by several instances on one database', () => {
     expect(a.admits(ENDPOINT)).toBe(true);
     a.shutdown();
     b.shutdown();
+  });
+
+  it.skipIf(!onPostgres)('times breakers by the database server\'s clock on PostgreSQL: instances whose clocks are 10 minutes apart agree on when a breaker opened, when it may try again and whose trial lease is live', async () => {
+    const ahead = 10 * MIN;
+    const host = hostOfEndpoint(ENDPOINT);
+    const registry = (skew: number) =>
+      createBreakerRegistry({ db: tdb.db, clock: { now: () => Date.now() + skew }, logger: silentLogger(), policy: { failureThreshold: 1, resetTimeoutMs: MIN }, trialLeaseMs: MIN, databaseClock: true });
+    const [a, b, c] = [registry(0), registry(ahead), registry(-ahead)];
+    const view = async (r: ReturnType<typeof registry>) => {
+      r.invalidate();
+      await r.load();
+      await r.refresh();
+      return { state: r.stateOf(host).state, trial: r.trialEndpoints() };
+    };
+    await a.load();
+    await a.execute(ENDPOINT, false, async () => failed);
+    // Opened by the server's clock: the instance 10 minutes ahead does not see its minute as over.
+    expect(await view(b)).toEqual({ state: 'open', trial: [] });
+    expect(await view(a)).toEqual({ state: 'open', trial: [] });
+    // The reset timeout passes on the server's clock (the stored opening moves a minute back).
+    await tdb.db.updateTable('endpoint_breakers').set((eb) => ({ opened_at: eb('opened_at', '-', MIN + 1_000) })).execute();
+    // The instance 10 minutes behind sees it half-open all the same, and takes the one trial lease.
+    expect(await view(c)).toEqual({ state: 'half-open', trial: [ENDPOINT] });
+    // That lease is live on the server's clock: neither the instance ahead nor the other takes it.
+    expect(await view(b)).toEqual({ state: 'half-open', trial: [] });
+    expect(await view(a)).toEqual({ state: 'half-open', trial: [] });
+    const row = await tdb.db.selectFrom('endpoint_breakers').select(['trial_until', 'opened_at']).executeTakeFirstOrThrow();
+    const server = Date.now();
+    expect(Math.abs(Number(row.trial_until) - MIN - server)).toBeLessThan(10_000);
+    for (const r of [a, b, c]) r.shutdown();
   });
 });

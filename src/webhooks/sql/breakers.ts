@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import type { DbOrTx } from '../../db/database.js';
+import { isPostgres } from '../../db/dialect.js';
 import type { BreakerState, BreakerStateName } from '../breakerState.js';
 
 /** One endpoint's breaker as stored: its state, the version of that state and the half-open trial lease. */
@@ -19,6 +21,13 @@ function stored(r: { state: string; failures: number; opened_at: number | null; 
     trialOwner: r.trial_owner,
     trialUntil: r.trial_until,
   };
+}
+
+/** The database server's clock, in ms (PostgreSQL's `clock_timestamp()`; on SQLite, this process's). */
+export async function databaseNow(db: DbOrTx): Promise<number> {
+  if (!isPostgres(db)) return Date.now();
+  const { rows } = await sql<{ ms: string }>`select (extract(epoch from clock_timestamp()) * 1000)::bigint as ms`.execute(db);
+  return Number(rows[0]!.ms);
 }
 
 /** Every persisted breaker, by endpoint key. */
