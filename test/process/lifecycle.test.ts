@@ -106,8 +106,8 @@ describe('the service process', () => {
       blocker.listen(8899, '127.0.0.1', resolve);
     });
     const moved = join(dir, 'moved');
+    const svc = startService({ DATA_DIR: moved, SECRET_KEY: randomBytes(32).toString('base64'), CHAIN_RPC_PORT: '' });
     try {
-      const svc = startService({ DATA_DIR: moved, SECRET_KEY: randomBytes(32).toString('base64'), CHAIN_RPC_PORT: '' });
       const port = await svc.ready;
       const warning = svc.lines.findIndex((l) => l.includes('port 8899 is taken'));
       expect(warning).toBeGreaterThanOrEqual(0);
@@ -123,6 +123,7 @@ describe('the service process', () => {
       expect(await svc.exited).toEqual({ code: 0, signal: null });
       expect(existsSync(join(moved, 'local.json'))).toBe(false);
     } finally {
+      if (svc.child.exitCode === null && svc.child.signalCode === null) svc.child.kill('SIGKILL');
       blocker.close();
     }
   }, 60_000);
