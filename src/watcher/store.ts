@@ -173,8 +173,9 @@ export interface WatchProgress {
   end?: string | undefined;
   /** Clears the scheduled cliff check (it has been reported). */
   clearCliff?: boolean;
-  /** Keeps the lease (more history is waiting in this pass). */
+  /** Keeps the lease (more history is waiting in this pass), renewed for this long from now. */
   keepLease?: boolean;
+  leaseMs?: number | undefined;
   context?: Record<string, unknown> | undefined;
   /** Writes to make in the commit's transaction (after the fence check), returning more events to record with it. */
   apply?: ((trx: DbOrTx, now: number) => Promise<FoundEvent[]>) | undefined;
@@ -208,7 +209,9 @@ export async function commitProgress(db: Db, clock: Clock, watch: WatchRow, prog
         ...(progress.end ? { state: 'ended' as const, ended_reason: progress.end } : {}),
         ...(progress.clearCliff ? { cliff_at: null } : {}),
         ...(progress.context ? { context: JSON.stringify(progress.context) } : {}),
-        ...(progress.keepLease ? {} : { lease_owner: null, lease_expires_at: null, woken_at: null }),
+        // A long pass (a backlog of many batches) renews its lease with every batch, so no other
+        // watcher takes the watch over while it is still being worked.
+        ...(progress.keepLease ? (progress.leaseMs !== undefined ? { lease_expires_at: leaseDeadline(trx, now, progress.leaseMs) } : {}) : { lease_owner: null, lease_expires_at: null, woken_at: null }),
         updated_at: now,
       }))
       .where('id', '=', watch.id)

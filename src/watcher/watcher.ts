@@ -218,6 +218,7 @@ export class ChainWatcher {
         apply: outcome.apply,
         undecodable,
         keepLease: !last && !ends,
+        leaseMs: this.options.leaseMs,
         ...(ends ? { clearCliff: true } : {}),
       });
       if (ends) return recorded;

@@ -8,8 +8,9 @@ import { silentLogger } from '../../src/lib/logger.js';
 import { TransientError } from '../../src/lib/retry.js';
 import { countWatchDeadLetters } from '../../src/metrics/sources.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
-import { insertWatches, type WatchRow } from '../../src/watcher/store.js';
+import { claimDueWatches, insertWatches, type WatchRow } from '../../src/watcher/store.js';
 import { ChainWatcher, type WatchHandler } from '../../src/watcher/watcher.js';
+import { onPostgres } from '../support/database.js';
 import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 import { transferHandler } from './support/transferHandler.js';
 
@@ -109,5 +110,43 @@ describe('a transaction no decoder can read', () => {
     expect(await w.runOnce()).toBe(1);
     expect((await received()).at(-1)).toBe(String(TRANSIENT));
     expect(w.undecodable).toBe(0);
+  });
+
+  it.skipIf(onPostgres)('a long pass renews its lease with every batch, so no other watcher takes the watch over mid-pass', async () => {
+    // (SQLite: leases run on the injected clock; on PostgreSQL on the server's, which a test cannot move.)
+    const busy = Keypair.generate().publicKey;
+    await chain.requestAirdrop(busy, BigInt(LAMPORTS_PER_SOL));
+    for (let i = 0; i < 3; i++) {
+      const tx = new Transaction().add(SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: busy, lamports: 100 + i }));
+      tx.recentBlockhash = (await chain.getLatestBlockhash()).blockhash;
+      tx.feePayer = sender.publicKey;
+      tx.sign(sender);
+      await chain.sendRawTransaction(tx.serialize());
+    }
+    const other = await insertLaunch(t.db, systemClock, { url: 'http://127.0.0.1:9/hook', secret: 'whsec_x', box: newSecretBox() });
+    await insertWatches(t.db, { launchId: other, watches: [{ kind: 'transfers', address: busy.toBase58(), context: {} }], now: Date.now(), ttlMs: 3600_000 });
+    const clock = manualClock(Date.now() + 60_000);
+    const takeovers: number[] = [];
+    const w = new ChainWatcher({
+      db: t.db,
+      clock,
+      logger: silentLogger(),
+      chain: chain.history,
+      handlers: { transfers: decoder },
+      signal: noopSignal,
+      pollIntervalMs: 2000,
+      leaseMs: 3000,
+      batchSize: 1,
+      // Each batch takes 2.5 s, longer than the poll interval, so the watch is due again before each
+      // commit; four of them outlast the first lease of 3 s. A rival watcher tries to claim before each.
+      beforeCommit: async (watch) => {
+        if (watch.launch_id !== other) return;
+        clock.advance(2500);
+        takeovers.push((await claimDueWatches(t.db, { owner: 'rival', now: clock.now(), leaseMs: 3000, limit: 16 })).filter((c) => c.launch_id === other).length);
+      },
+    });
+    expect(await w.runOnce()).toBeGreaterThanOrEqual(4);
+    expect(takeovers).toEqual([0, 0, 0, 0]);
+    expect((await t.db.selectFrom('outbox_events').select('id').where('launch_id', '=', other).execute()).length).toBeGreaterThanOrEqual(4);
   });
 });
