@@ -15,7 +15,7 @@ if (!url) {
 // freeze and the burst (here on a database of the server and `npm run chain`, with short leases and fewer rounds
 // and launches: test/reliability/support/backend.ts); and the service on PostgreSQL launching on `npm run chain`
 // (chainProcess) runs in both.
-const PATHS = ['test/webhooks', 'test/launches', 'test/funding', 'test/deadLetters', 'test/http', 'test/dashboard', 'test/watcher', 'test/metrics', 'test/retention', 'test/db/postgres.test.ts', 'test/db/wakeups.test.ts', 'test/db/compiledQuery.test.ts', 'test/db/preparedStatements.test.ts', 'test/reliability/instances.test.ts', 'test/reliability/zombie.test.ts', 'test/reliability/badInput.test.ts', 'test/reliability/faults.test.ts', 'test/reliability/sigkill.test.ts', 'test/reliability/sigstop.test.ts', 'test/reliability/burst.test.ts', 'test/chain/chainProcess.test.ts'];
+const PATHS = ['test/webhooks', 'test/launches', 'test/funding', 'test/deadLetters', 'test/http', 'test/dashboard', 'test/watcher', 'test/metrics', 'test/retention', 'test/db/postgres.test.ts', 'test/db/wakeups.test.ts', 'test/db/compiledQuery.test.ts', 'test/db/concurrentMigrations.test.ts', 'test/db/preparedStatements.test.ts', 'test/reliability/instances.test.ts', 'test/reliability/zombie.test.ts', 'test/reliability/badInput.test.ts', 'test/reliability/faults.test.ts', 'test/reliability/sigkill.test.ts', 'test/reliability/sigstop.test.ts', 'test/reliability/burst.test.ts', 'test/chain/chainProcess.test.ts'];
 process.stdout.write(`\nPostgreSQL half of the suite: ${PATHS.join(' ')}\n`);
 const run = spawnSync('npx', ['vitest', 'run', ...PATHS], { stdio: 'inherit', env: { ...process.env, TEST_DATABASE_URL: url } });
 process.exit(run.status ?? 1);
