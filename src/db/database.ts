@@ -62,7 +62,8 @@ const pgTypes = {
  * do not apply; dialect differences in queries are in `dialect.ts`. Each session is ended by the
  * server once idle inside a transaction for `idleTransactionTimeoutMs` (default 10 s, 0: never; see
  * DEFAULT_IDLE_TRANSACTION_TIMEOUT_MS in config.ts): a process stalled mid-transaction releases its
- * locks, and the pool replaces the ended connection when the process resumes.
+ * locks, and the pool replaces the ended connection when the process resumes. Sessions run with
+ * `jit = off`.
  */
 export function openPostgres(url: string, options: { poolSize?: number; idleTransactionTimeoutMs?: number } = {}): { db: Db; pool: pg.Pool; close(): Promise<void> } {
   const pool = new pg.Pool({
@@ -70,6 +71,10 @@ export function openPostgres(url: string, options: { poolSize?: number; idleTran
     max: options.poolSize ?? 10,
     types: pgTypes,
     idle_in_transaction_session_timeout: options.idleTransactionTimeoutMs ?? 10_000,
+    // No JIT compilation: every statement of the service is short, and a plan whose estimate is
+    // high (a table not yet analyzed, as after a bulk load) was JIT-compiled on every run, 40-100 ms
+    // each (the dispatcher's lane walk, docs/benchmarks.md).
+    options: '-c jit=off',
   });
   // An idle connection the server dropped: the pool discards it and the next query opens another.
   pool.on('error', () => undefined);

@@ -22,4 +22,21 @@ describe.skipIf(!onPostgres)('hot statements on PostgreSQL', () => {
       await database.drop();
     }
   });
+
+  it('run without JIT compilation: a plan estimated past jit_above_cost is not compiled', async () => {
+    const database = await createPostgresDatabase();
+    const { db, close } = openPostgres(database.url, { poolSize: 1 });
+    try {
+      expect((await sql<{ jit: string }>`show jit`.execute(db)).rows[0]?.jit).toBe('off');
+      // Guessed at a hundred million rows, as a table not yet analyzed can be; it returns one.
+      await sql`create function guessed_big() returns setof integer language sql rows 100000000 as 'select 1'`.execute(db);
+      const { rows } = await execSql<{ 'QUERY PLAN': Array<Record<string, unknown>> }>(db, 'explain (analyze, format json) select sum(x) + ? from guessed_big() x', [1]);
+      const plan = rows[0]!['QUERY PLAN'][0]!;
+      expect((plan.Plan as { 'Total Cost': number })['Total Cost']).toBeGreaterThan(100_000); // jit_above_cost's default
+      expect(plan.JIT).toBeUndefined();
+    } finally {
+      await close();
+      await database.drop();
+    }
+  });
 });
