@@ -28,7 +28,7 @@ import { requeueFailedLaunch } from '../launches/requeueLaunch.js';
 import { purgeExpiredIdempotencyKeys, requestHashKey, upgradeLegacyRequestHashes } from '../launches/idempotency.js';
 import { createHostLabeler } from '../health/hostLabel.js';
 import { observeRequests } from '../metrics/httpMetrics.js';
-import { createMetrics } from '../metrics/metrics.js';
+import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { createMetricsRoutes } from '../metrics/routes.js';
 import { createDashboardRoutes } from '../dashboard/routes.js';
 import { systemClock, type Clock } from '../lib/clock.js';
@@ -61,6 +61,8 @@ export interface Service {
   breakers: BreakerSource;
   /** Deletes what is past RETENTION / LAUNCH_RETENTION (docs/architecture.md, "Retention"). */
   retention: Retention;
+  /** What `/metrics` exports (README.md, Operations). */
+  metrics: Metrics;
   /**
    * Outside production with no keys yet, creates the development key and returns it to print once
    * (call it after the port is bound, so a failed start does not lose the key); else undefined.
@@ -233,7 +235,16 @@ export async function createService(
     wakeups.on('watches', () => watcher.wake());
     // Production shows customers' webhook hosts to nobody but admins: health and metrics label them with a keyed hash.
     const hostLabel = config.production ? createHostLabeler(config.secretKey) : undefined;
-    const metrics = createMetrics({ db, clock, breakers: webhooks.breakers, health, hostLabel });
+    const metrics = createMetrics({
+      db,
+      clock,
+      breakers: webhooks.breakers,
+      health,
+      hostLabel,
+      sqlitePath: config.postgres ? undefined : config.databasePath,
+      onTableStatsError: (error) => logger.warn({ err: error }, 'table sizes for /metrics could not be computed'),
+    });
+    closers.push(() => metrics.close());
     const dashboard = createDashboardRoutes({
       db,
       clock,
@@ -321,6 +332,7 @@ export async function createService(
       cache,
       breakers: webhooks.breakers,
       retention,
+      metrics,
       createDevelopmentKey: () => ensureDevelopmentKey(db, { production: config.production, now: clock.now() }),
       warmUp: async () => void (await health()),
       start() {

@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import type { BreakerSource, HealthReport } from '../health/healthService.js';
 import type { Clock } from '../lib/clock.js';
 import { createAppendCursor } from './appendCursor.js';
+import { createTableStats, TABLE_STATS_REFRESH_MS, type TableStats } from './tableStats.js';
 import { countPendingDeliveries, countWatchDeadLetters, endedBelow, fundingTotals, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
 
 /** Where metrics that are not counted in-process come from. */
@@ -15,6 +16,10 @@ export interface MetricsDeps {
   health?: () => Promise<HealthReport>;
   /** The label a host gets in `breaker_not_closed` (production: health's hashed label); none: the host name. */
   hostLabel?: (host: string) => string;
+  /** The service's SQLite file, whose table sizes a worker thread reads (tableStats.ts); none on PostgreSQL. */
+  sqlitePath?: string;
+  /** Where a failed computation of table sizes is reported. */
+  onTableStatsError?: (error: unknown) => void;
 }
 
 /** Every metric the service exports (README.md, Operations). The one module that defines metrics. */
@@ -27,6 +32,10 @@ export interface Metrics {
   /** The Prometheus text exposition. */
   render(): Promise<string>;
   readonly contentType: string;
+  /** Computes rows and bytes per table now and waits (tests; a scrape shows the last figures and never waits). */
+  refreshTableStats(): Promise<void>;
+  /** Ends a computation of table sizes in progress. */
+  close(): Promise<void>;
 }
 
 export type FundingRefusal = 'insufficient_funds' | 'funding_limit_exceeded';
@@ -190,6 +199,31 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   });
   for (const reason of FUNDING_REFUSALS) fundingRefused.inc({ reason }, 0);
 
+  // Rows and bytes per table: computed off the event loop at most every TABLE_STATS_REFRESH_MS and
+  // cached (tableStats.ts). They are the database's figures, so instances sharing one report the same.
+  const tableStats: TableStats = createTableStats({ db: deps.db, clock: deps.clock ?? { now: () => Date.now() }, sqlitePath: deps.sqlitePath, onError: deps.onTableStatsError });
+  const minutes = TABLE_STATS_REFRESH_MS / 60_000;
+  new Gauge({
+    name: `${p}table_rows`,
+    help: `Rows per table: an exact count on SQLite, PostgreSQL's estimate (its statistics' live rows) on PostgreSQL; computed in the background, at most ${minutes} minutes old`,
+    labelNames: ['table'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const t of tableStats.read() ?? []) this.set({ table: t.table }, t.rows);
+    },
+  });
+  new Gauge({
+    name: `${p}table_bytes`,
+    help: `Bytes per table with its indexes (SQLite: its dbstat pages; PostgreSQL: pg_total_relation_size); computed in the background, at most ${minutes} minutes old`,
+    labelNames: ['table'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const t of tableStats.read() ?? []) this.set({ table: t.table }, t.bytes);
+    },
+  });
+
   const HEALTH_LEVEL = { healthy: 0, degraded: 1, unhealthy: 2 } as const;
   new Gauge({
     name: `${p}health_status`,
@@ -204,6 +238,8 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   return {
     registry,
     contentType: registry.contentType,
+    refreshTableStats: () => tableStats.refresh(),
+    close: () => tableStats.close(),
     countFundingRefused(reason) {
       fundingRefused.inc({ reason });
     },

@@ -102,3 +102,53 @@ export async function countWatchDeadLetters(db: Db): Promise<number> {
   const row = await db.selectFrom('dead_letters').select((eb) => eb.fn.countAll<number>().as('n')).where('kind', '=', 'watch').executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+export interface TableSize {
+  table: string;
+  /** SQLite: exact; PostgreSQL: the statistics' estimate. */
+  rows: number;
+  /** The table with its indexes (and, on PostgreSQL, its TOAST). */
+  bytes: number;
+}
+
+/**
+ * Every table of the schema at once, from PostgreSQL's statistics (nothing is scanned): rows are
+ * `n_live_tup`, kept current by every commit (within seconds), or `reltuples` from the last VACUUM
+ * or ANALYZE where the statistics were reset (a crash restart resets them); bytes
+ * `pg_total_relation_size` (heap, indexes, TOAST).
+ */
+export async function postgresTableSizes(db: Db): Promise<TableSize[]> {
+  const { rows } = await sql<{ table: string; rows: number; bytes: number }>`
+    select c.relname as "table",
+      case when coalesce(s.n_live_tup, 0) > 0 then s.n_live_tup else greatest(c.reltuples, 0) end::bigint as rows,
+      pg_total_relation_size(c.oid) as bytes
+    from pg_class c
+    join pg_namespace n on n.oid = c.relnamespace
+    left join pg_stat_user_tables s on s.relid = c.oid
+    where n.nspname = current_schema() and c.relkind in ('r', 'p')
+    order by c.relname`.execute(db);
+  return rows.map((r) => ({ table: r.table, rows: Number(r.rows), bytes: Number(r.bytes) }));
+}
+
+/**
+ * The same from SQLite on the calling connection: an exact count and the `dbstat` pages of each
+ * table and its indexes. Both read every page: only for a small database (in memory); a file's are
+ * read by tableStats.ts's worker with the same queries.
+ */
+export async function sqliteTableSizes(db: Db): Promise<TableSize[]> {
+  const { rows: objects } = await sql<{ name: string; tbl: string; type: string }>`
+    select name, tbl_name as tbl, type from sqlite_schema where type in ('table', 'index') and substr(tbl_name, 1, 7) <> 'sqlite_'`.execute(db);
+  const sizes = new Map<string, TableSize>();
+  for (const o of objects) {
+    if (o.type !== 'table') continue;
+    const { rows } = await sql<{ n: number }>`select count(*) as n from ${sql.table(o.name)}`.execute(db);
+    sizes.set(o.name, { table: o.name, rows: Number(rows[0]?.n ?? 0), bytes: 0 });
+  }
+  for (const o of objects) {
+    const size = sizes.get(o.tbl);
+    if (!size) continue;
+    const { rows } = await sql<{ b: number }>`select coalesce(sum(pgsize), 0) as b from dbstat where name = ${o.name} and aggregate = 1`.execute(db);
+    size.bytes += Number(rows[0]?.b ?? 0);
+  }
+  return [...sizes.values()];
+}
