@@ -4,12 +4,15 @@ import { createInterface } from 'node:readline';
 
 const root = join(import.meta.dirname, '..', '..', '..');
 
-/** `npm run chain` as a real process (its own data directory, any free port); resolves once serving. */
+/**
+ * `npm run chain` as a real process (its own data directory, any free port); resolves once serving.
+ * The process ends with the test process (test/support/exitWithParent.ts).
+ */
 export async function startChainProcess(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'chain.ts')], {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', join(root, 'test', 'support', 'exitWithParent.ts'), join(root, 'scripts', 'chain.ts')], {
     cwd: root,
     env: { ...process.env, CHAIN_RPC_PORT: '0', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', NODE_ENV: 'development', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));

@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const fixture = fileURLToPath(new URL('./serviceProcess.ts', import.meta.url));
+const exitWithParent = fileURLToPath(new URL('../../support/exitWithParent.ts', import.meta.url));
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** The service running in a child process (serviceProcess.ts). */
@@ -13,9 +14,12 @@ export interface ChildService {
   kill(signal: NodeJS.Signals): Promise<NodeJS.Signals | number | null>;
 }
 
-/** Spawns `node --import tsx serviceProcess.ts` with `env` and waits until it listens. */
+/**
+ * Spawns `node --import tsx serviceProcess.ts` with `env` and waits until it listens; the process ends
+ * with the test process (test/support/exitWithParent.ts).
+ */
 export async function startChildService(env: Record<string, string>): Promise<ChildService> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', exitWithParent, fixture], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
