@@ -310,6 +310,8 @@ export async function createService(
       logger: logger.child({ component: 'retention' }),
       retentionMs: config.retention.periodMs,
       launchRetentionMs: config.retention.launchPeriodMs,
+      // SQLite: the pages the sweep freed go back to the file system a few at a time.
+      reclaimFreePages: database.reclaimFreePages,
     });
 
     // The MCP server (docs/mcp.md): each tool is a request to the REST route, as the caller.

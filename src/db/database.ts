@@ -4,6 +4,7 @@ import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { startBackgroundCheckpointer, WAL_RESTART_FRAMES, type BackgroundCheckpointer } from './checkpointer.js';
 import { DirectSqliteDialect, type StatementSource } from './directSqlite.js';
+import { prepareAutoVacuum, reclaimFreePages } from './incrementalVacuum.js';
 import { preparePostgresStatements } from './pgStatements.js';
 import { createWriteLockBuffer, mainWriteLock } from './writeLock.js';
 import { migrationProvider } from './migrations/index.js';
@@ -33,6 +34,12 @@ export interface OpenedDatabase {
    * that thread, and `reset` to free a lock the thread held or wanted when it ended.
    */
   shareWriteLock(): { buffer: SharedArrayBuffer; reset(): void };
+  /**
+   * Gives at most `pages` free pages back to the file system in one short write transaction (a file
+   * with `auto_vacuum = INCREMENTAL`; on any other, nothing): the pages freed and still free. Holds
+   * the connection, so it runs between other queries and transactions, never inside one.
+   */
+  reclaimFreePages(pages: number): Promise<{ freed: number; left: number }>;
   close(): Promise<void>;
 }
 
@@ -40,7 +47,13 @@ export interface OpenedDatabase {
 export function openConfiguredDatabase(
   config: { databasePath: string; postgres: { url: string; poolSize: number; idleTransactionTimeoutMs: number } | undefined },
   options: { logger?: DatabaseLogger } = {},
-): { db: Db; syncWal?: () => Promise<void>; shareWriteLock?: OpenedDatabase['shareWriteLock']; close(): Promise<void> } {
+): {
+  db: Db;
+  syncWal?: () => Promise<void>;
+  shareWriteLock?: OpenedDatabase['shareWriteLock'];
+  reclaimFreePages?: OpenedDatabase['reclaimFreePages'];
+  close(): Promise<void>;
+} {
   return config.postgres
     ? openPostgres(config.postgres.url, { poolSize: config.postgres.poolSize, idleTransactionTimeoutMs: config.postgres.idleTransactionTimeoutMs })
     : openDatabase(config.databasePath, { logger: options.logger });
@@ -101,16 +114,24 @@ export function openPostgres(url: string, options: { poolSize?: number; idleTran
 }
 
 /**
- * Opens the SQLite file with WAL and a busy timeout. Does not migrate. A file database checkpoints
+ * Opens the SQLite file with WAL and a busy timeout. Does not migrate. A new file is made with
+ * `auto_vacuum = INCREMENTAL` (see incrementalVacuum.ts). A file database checkpoints
  * its WAL from a worker thread (see {@link startBackgroundCheckpointer}) unless
  * `backgroundCheckpoint` is false, in which case SQLite's automatic checkpoint stays on unless
  * `autoCheckpoint` is false too.
  */
 export function openDatabase(path: string, options: { backgroundCheckpoint?: boolean; autoCheckpoint?: boolean; logger?: DatabaseLogger } = {}): OpenedDatabase {
   const sqlite = new SqliteDatabase(path);
+  sqlite.pragma('busy_timeout = 5000');
+  // Before anything creates a table: a new file can then give deleted rows' pages back.
+  const incremental = path !== ':memory:' && prepareAutoVacuum(sqlite);
+  if (path !== ':memory:' && !incremental) {
+    options.logger
+      ?.child({ component: 'sqlite' })
+      .warn({ path }, 'this SQLite file was made with auto_vacuum NONE: space freed by retention is reused but never returned to the disk; to switch, stop the service and run `npm run vacuum` once (docs/configuration.md, Retention)');
+  }
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   let checkpointer: BackgroundCheckpointer | undefined;
   // A second connection to a file whose first connection checkpoints in the background (the chain thread's).
@@ -151,6 +172,11 @@ export function openDatabase(path: string, options: { backgroundCheckpoint?: boo
         shared = { buffer, reset: () => lock.reset() };
       }
       return shared;
+    },
+    async reclaimFreePages(pages) {
+      if (!incremental || closed) return { freed: 0, left: 0 };
+      // kysely's one connection, held: no query or transaction of this process is mid-way meanwhile.
+      return db.connection().execute(async () => reclaimFreePages(sqlite, pages));
     },
     async syncWal() {
       if (path === ':memory:' || closed) return;
