@@ -63,7 +63,7 @@ export interface PostgresDrain {
 }
 
 /** A fresh database on the bench's server, its URL, and its removal. */
-async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `bench_${randomBytes(6).toString('hex')}`;
   await admin(`create database ${name}`);
   const url = new URL(benchDatabaseUrl!);

@@ -3,6 +3,7 @@ import { benchBurst } from './burst.js';
 import { benchDashboard } from './dashboard.js';
 import { benchDispatch, benchDispatchHosts } from './dispatch.js';
 import { benchFairness } from './fairness.js';
+import { benchFanout } from './fanout.js';
 import { benchFlaky } from './flaky.js';
 import { benchHealth } from './health.js';
 import { benchIsolation } from './isolation.js';
@@ -37,6 +38,13 @@ const goals: Record<string, Goal> = {
   // Owner B's events while owner A's slow-but-successful receivers keep A's share of the slots busy.
   'fair-share-b-p99': { text: '< 2000 ms', met: (r) => r.value < 2000 },
   'fair-share-b-p50': { text: '(reported)', met: () => true },
+  // An event to 21 destinations (20 endpoints, the default bound, and the launch's URL) against 1.
+  'fanout-record-20': { text: '(reported)', met: () => true },
+  'fanout-record-per-delivery': { text: '(reported)', met: () => true },
+  'fanout-drain-20': { text: '(reported)', met: () => true },
+  'fanout-record-20-pg': { text: '(reported)', met: () => true },
+  'fanout-record-per-delivery-pg': { text: '(reported)', met: () => true },
+  'fanout-drain-20-pg': { text: '(reported)', met: () => true },
   'backlog-memory': { text: '< 300 MB', met: (r) => r.value < 300 },
   pipeline: { text: 'ratio ≥ 0.55', met: (r) => r.ratio >= 0.55 },
   'pipeline-thread': { text: 'ratio ≥ 0.7', met: (r) => r.ratio >= 0.7 },
@@ -82,6 +90,7 @@ export const scenarios: Scenario[] = [
   { name: 'delivery-latency', run: async () => (({ results, note }) => rows(results, note))(await benchLatency(500, 8000)) },
   { name: 'isolation', run: async () => (({ result, note }) => rows([result], note))(await benchIsolation(5000)) },
   { name: 'fair-share', run: async () => (({ results, note }) => rows(results, note))(await benchFairness(20, 250)) },
+  { name: 'fanout', run: async () => (({ results, note }) => rows(results, note))(await benchFanout(20, 500)) },
   { name: 'backlog-memory', run: async () => (({ result, note }) => rows([result], note))(await benchBacklog(100_000, 5000)) },
   { name: 'pipeline', run: async () => (({ results, note }) => rows(results, note))(await benchPipeline(100)) },
   { name: 'flaky', run: async () => (({ results, note }) => rows(results, note))(await benchFlaky(20)) },
