@@ -74,6 +74,11 @@ describe('configuration', () => {
     expect(refusal({ NODE_ENV: 'production', SECRET_KEY: KEY, CHAIN: 'embedded', CHAIN_RPC_PORT: '8899' }).variable).toBe('CHAIN_RPC_PORT');
     expect(loadConfig({ DATA_DIR: dir }).watcher.ttlMs).toBe(365 * 86_400_000);
     expect(loadConfig({ DATA_DIR: dir, WATCH_TTL: '30d' }).watcher.ttlMs).toBe(30 * 86_400_000);
+    // History pages: `getSignaturesForAddress` takes 1..1000.
+    expect(loadConfig({ DATA_DIR: dir }).watcher.pageSize).toBe(1000);
+    expect(loadConfig({ DATA_DIR: dir, WATCH_PAGE_SIZE: '50' }).watcher.pageSize).toBe(50);
+    expect(refusal({ WATCH_PAGE_SIZE: '1001' }).variable).toBe('WATCH_PAGE_SIZE');
+    expect(refusal({ WATCH_PAGE_SIZE: '0' }).variable).toBe('WATCH_PAGE_SIZE');
   });
 
   it('parses durations in ms, s, m, h and plain milliseconds', () => {

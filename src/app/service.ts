@@ -201,6 +201,7 @@ export async function createService(
       signal: webhooks.signal,
       pollIntervalMs: config.watcher.pollIntervalMs,
       maxIntervalMs: config.watcher.maxIntervalMs,
+      pageLimit: config.watcher.pageSize,
     });
 
     const runChecks = () =>

@@ -56,7 +56,7 @@ export interface Config {
    */
   runner: { leaseMs: number; concurrency: number | undefined; transientDeadlineMs: number };
   /** The chain watcher (docs/watcher.md). */
-  watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number };
+  watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number; pageSize: number };
   /**
    * RETENTION: how long settled events, ended watches, closed dead letters, expired sessions and
    * rate-limit windows are kept; LAUNCH_RETENTION: ended launches, undefined (unset) keeps them.
@@ -384,6 +384,7 @@ export function loadConfig(env: Env = process.env): Config {
       ttlMs: durationVar(env, 'WATCH_TTL', 365 * 86_400_000),
       pollIntervalMs: durationVar(env, 'WATCH_POLL_INTERVAL', 2000),
       maxIntervalMs: durationVar(env, 'WATCH_MAX_INTERVAL', 10 * 60_000),
+      pageSize: intVar(env, 'WATCH_PAGE_SIZE', 1000, 1, 1000),
     },
     retention: {
       periodMs: retentionVar(env, 'RETENTION', 30 * 86_400_000),

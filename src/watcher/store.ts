@@ -274,6 +274,20 @@ export async function wakeWatches(db: Db, addresses: readonly string[], now: num
   return woken;
 }
 
+/**
+ * Renews the lease of a pass that is still reading (a walk down a long backlog commits nothing until
+ * it reaches the oldest page), under the fencing token: refused once another watcher took the watch.
+ */
+export async function renewWatchLease(db: Db, watch: WatchRow, now: number, leaseMs: number): Promise<void> {
+  const updated = await tables(db)
+    .updateTable('watches')
+    .set({ lease_expires_at: leaseDeadline(db, now, leaseMs) })
+    .where('id', '=', watch.id)
+    .where('fence', '=', watch.fence)
+    .executeTakeFirst();
+  if (Number(updated.numUpdatedRows) === 0) throw new WatchFencedError(watch.id);
+}
+
 /** Gives a watch back without progress (a failed pass), next check after `retryAt`. */
 export async function releaseWatch(db: Db, watch: WatchRow, retryAt: number): Promise<void> {
   await tables(db)

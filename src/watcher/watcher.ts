@@ -7,7 +7,7 @@ import { TransientError } from '../lib/retry.js';
 import type { Logger } from '../lib/logger.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
 import { createPollLoop, type PollLoop } from '../lib/pollLoop.js';
-import { claimDueWatches, commitProgress, releaseWatch, wakeWatches, watchContext, WatchFencedError, type FoundEvent, type WatchRow } from './store.js';
+import { claimDueWatches, commitProgress, releaseWatch, renewWatchLease, wakeWatches, watchContext, WatchFencedError, type FoundEvent, type WatchRow } from './store.js';
 
 /** The watch as a handler sees it. */
 export interface WatchView {
@@ -53,8 +53,10 @@ export interface ChainWatcherOptions {
   leaseMs?: number;
   /** Watches claimed per turn. */
   claimLimit?: number;
-  /** Signatures per history page. */
+  /** Signatures per history page (1..1000, `getSignaturesForAddress`'s `limit`); a pass holds one page at a time. */
   pageLimit?: number;
+  /** Page edges a walk down a backlog keeps (past it, climbing back walks down again); a test knob. */
+  maxPageMarks?: number;
   /** Transactions committed together. */
   batchSize?: number;
   /** Test hook: runs after a batch was read and decoded, before its commit. */
@@ -64,7 +66,7 @@ export interface ChainWatcherOptions {
 /** Wake-up addresses kept between turns (a burst of launches touches many unwatched ones). */
 const MAX_TOUCHED = 20_000;
 
-const DEFAULTS = { pollIntervalMs: 2000, maxIntervalMs: 10 * 60_000, leaseMs: 60_000, claimLimit: 16, pageLimit: 200, batchSize: 50 };
+const DEFAULTS = { pollIntervalMs: 2000, maxIntervalMs: 10 * 60_000, leaseMs: 60_000, claimLimit: 16, pageLimit: 1000, maxPageMarks: 1000, batchSize: 50 };
 
 /**
  * The chain watcher (docs/watcher.md). Claims due watches with a lease and a fencing token, reads each
@@ -80,6 +82,8 @@ export class ChainWatcher {
   private readonly loop: PollLoop;
   /** Chain reads made (history pages, transactions, accounts through handlers are not counted). */
   reads = 0;
+  /** The most history entries one pass held at once (one page at most). */
+  heldPeak = 0;
   /** Transactions this watcher set aside as undecodable (each one a `watch` dead letter). */
   undecodable = 0;
   /** Addresses the chain reported activity on since the last turn (wake-ups, see ChainHistory.onActivity). */
@@ -145,19 +149,20 @@ export class ChainWatcher {
 
   private async processSafely(watch: WatchRow): Promise<number> {
     const logger = this.options.logger.child({ watchId: watch.id, launchId: watch.launch_id, kind: watch.kind });
+    // What was committed before a failure part way through a backlog stays committed (and is announced).
+    const tally = { recorded: 0 };
     try {
-      const recorded = await this.process(watch);
-      if (recorded > 0) this.options.signal.notify();
-      return recorded;
+      await this.process(watch, tally);
     } catch (error) {
       if (error instanceof WatchFencedError) {
         logger.warn('watch lease lost to another watcher; leaving it');
-        return 0;
+      } else {
+        logger.warn({ err: error }, 'watch check failed; retrying later');
+        await releaseWatch(this.options.db, watch, this.options.clock.now() + this.options.pollIntervalMs * 5).catch(() => undefined);
       }
-      logger.warn({ err: error }, 'watch check failed; retrying later');
-      await releaseWatch(this.options.db, watch, this.options.clock.now() + this.options.pollIntervalMs * 5).catch(() => undefined);
-      return 0;
     }
+    if (tally.recorded > 0) this.options.signal.notify();
+    return tally.recorded;
   }
 
   private view(watch: WatchRow, context = watchContext(watch)): WatchView {
@@ -172,57 +177,70 @@ export class ChainWatcher {
     return { intervalMs, nextCheckAt: Math.min(nextCheckAt, Number(watch.ends_at)) };
   }
 
-  private async process(watch: WatchRow): Promise<number> {
+  private async process(watch: WatchRow, tally: { recorded: number }): Promise<void> {
     const { db, clock, chain, handlers } = this.options;
     const handler = handlers[watch.kind];
     const now = clock.now();
-    if (!handler) return commitProgress(db, clock, watch, { events: [], cursor: watch.cursor, nextCheckAt: now, intervalMs: Number(watch.interval_ms), activity: false, end: 'unknown_kind' });
-    if (now >= Number(watch.ends_at)) {
-      return commitProgress(db, clock, watch, { events: [], cursor: watch.cursor, nextCheckAt: now, intervalMs: Number(watch.interval_ms), activity: false, end: 'ttl' });
+    if (!handler) {
+      tally.recorded += await commitProgress(db, clock, watch, { events: [], cursor: watch.cursor, nextCheckAt: now, intervalMs: Number(watch.interval_ms), activity: false, end: 'unknown_kind' });
+      return;
     }
-    let recorded = 0;
+    if (now >= Number(watch.ends_at)) {
+      tally.recorded += await commitProgress(db, clock, watch, { events: [], cursor: watch.cursor, nextCheckAt: now, intervalMs: Number(watch.interval_ms), activity: false, end: 'ttl' });
+      return;
+    }
     let context = watchContext(watch);
     let cliffAt = watch.cliff_at === null ? null : Number(watch.cliff_at);
     let current = watch;
 
-    // History first: a claim before the cliff check must not be reported after it.
-    const entries = await this.newHistory(watch.address, watch.cursor);
+    // History first: a claim before the cliff check must not be reported after it. The history is
+    // read a page at a time, oldest page first (docs/architecture.md, The chain watcher): each
+    // batch's commit moves the cursor, so a pass that stops part way resumes at the next page.
+    const walk: HistoryWalk = { marks: [], next: undefined, lastRenewal: now };
     let cursor = watch.cursor;
     let activity = false;
-    for (let i = 0; i < entries.length; i += this.options.batchSize) {
-      const batch = entries.slice(i, i + this.options.batchSize);
-      const transactions: HistoryTransaction[] = [];
-      for (const entry of batch) {
-        if (entry.err !== null) continue; // a failed transaction changed nothing: it emits nothing
-        this.reads += 1;
-        const tx = await chain.getTransaction(entry.signature);
-        if (!tx) throw new Error(`transaction ${entry.signature} is in the history but cannot be read`);
-        if (tx.err === null) transactions.push(tx);
+    let settled = false;
+    for (let top = false; !top; ) {
+      const page = await this.nextPage(current, cursor, walk);
+      top = page.top;
+      const entries = page.entries;
+      for (let i = 0; i < entries.length; i += this.options.batchSize) {
+        const batch = entries.slice(i, i + this.options.batchSize);
+        const transactions: HistoryTransaction[] = [];
+        for (const entry of batch) {
+          if (entry.err !== null) continue; // a failed transaction changed nothing: it emits nothing
+          this.reads += 1;
+          const tx = await chain.getTransaction(entry.signature);
+          if (!tx) throw new Error(`transaction ${entry.signature} is in the history but cannot be read`);
+          if (tx.err === null) transactions.push(tx);
+        }
+        const { outcome, undecodable } = transactions.length > 0 ? await this.decode(handler, current, context, transactions) : { outcome: { events: [] } as HandlerOutcome, undecodable: [] };
+        if (outcome.context) context = { ...context, ...outcome.context };
+        activity ||= outcome.events.length > 0;
+        cursor = batch[batch.length - 1]?.signature ?? cursor;
+        const last = top && i + this.options.batchSize >= entries.length;
+        await this.options.beforeCommit?.(current, batch);
+        const ends = outcome.end !== undefined;
+        const { intervalMs, nextCheckAt } = this.schedule(current, activity, clock.now(), cliffAt);
+        tally.recorded += await commitProgress(db, clock, current, {
+          events: outcome.events,
+          cursor,
+          nextCheckAt,
+          intervalMs,
+          activity: outcome.events.length > 0,
+          end: outcome.end,
+          context: outcome.context ? context : undefined,
+          apply: outcome.apply,
+          undecodable,
+          keepLease: !last && !ends,
+          leaseMs: this.options.leaseMs,
+          ...(ends ? { clearCliff: true } : {}),
+        });
+        walk.lastRenewal = clock.now();
+        if (ends) return;
+        settled = last;
+        current = { ...current, cursor, interval_ms: intervalMs };
       }
-      const { outcome, undecodable } = transactions.length > 0 ? await this.decode(handler, current, context, transactions) : { outcome: { events: [] } as HandlerOutcome, undecodable: [] };
-      if (outcome.context) context = { ...context, ...outcome.context };
-      activity ||= outcome.events.length > 0;
-      cursor = batch[batch.length - 1]?.signature ?? cursor;
-      const last = i + this.options.batchSize >= entries.length;
-      await this.options.beforeCommit?.(current, batch);
-      const ends = outcome.end !== undefined;
-      const { intervalMs, nextCheckAt } = this.schedule(current, activity, clock.now(), cliffAt);
-      recorded += await commitProgress(db, clock, current, {
-        events: outcome.events,
-        cursor,
-        nextCheckAt,
-        intervalMs,
-        activity: outcome.events.length > 0,
-        end: outcome.end,
-        context: outcome.context ? context : undefined,
-        apply: outcome.apply,
-        undecodable,
-        keepLease: !last && !ends,
-        leaseMs: this.options.leaseMs,
-        ...(ends ? { clearCliff: true } : {}),
-      });
-      if (ends) return recorded;
-      current = { ...current, cursor, interval_ms: intervalMs };
     }
 
     // The scheduled check: the cliff, confirmed by reading the escrow.
@@ -230,7 +248,7 @@ export class ChainWatcher {
       const outcome = await handler.scheduled(this.view(current, context), chain, clock.now());
       if (outcome.confirmed) cliffAt = null;
       const { intervalMs, nextCheckAt } = this.schedule(current, activity || outcome.events.length > 0, clock.now(), outcome.confirmed ? null : clock.now() + this.options.pollIntervalMs);
-      return recorded + (await commitProgress(db, clock, current, {
+      tally.recorded += await commitProgress(db, clock, current, {
         events: outcome.events,
         cursor,
         nextCheckAt,
@@ -238,13 +256,14 @@ export class ChainWatcher {
         activity: outcome.events.length > 0,
         end: outcome.end,
         clearCliff: outcome.confirmed,
-      }));
+      });
+      return;
     }
-    if (entries.length === 0) {
-      const { intervalMs, nextCheckAt } = this.schedule(current, false, clock.now(), cliffAt);
+    if (!settled) {
+      // No new history (or none in the last page): the pass ends here, giving the lease back.
+      const { intervalMs, nextCheckAt } = this.schedule(current, activity, clock.now(), cliffAt);
       await commitProgress(db, clock, current, { events: [], cursor, nextCheckAt, intervalMs, activity: false });
     }
-    return recorded;
   }
 
   /**
@@ -301,20 +320,57 @@ export class ChainWatcher {
     return { outcome: { events, end, context: changed, apply }, undecodable };
   }
 
-  /** Every signature after the cursor, oldest first (pages newest first with `before`, stops at `until`). */
-  private async newHistory(address: string, cursor: string | null): Promise<SignatureEntry[]> {
-    const { chain, pageLimit } = this.options;
-    const collected: SignatureEntry[] = [];
-    let before: string | undefined;
+  /**
+   * The next page of the address's history after `cursor`, oldest first, and whether it is the top
+   * (the newest history: the pass ends with it). `getSignaturesForAddress` answers newest first, at
+   * most `pageLimit` entries strictly between `until` and `before`, so the oldest page is found by
+   * walking down from the newest in pages (`before` = the oldest entry of the page above, `until` =
+   * the cursor) until a page holds the whole rest of the range; only each page's lowest signature is
+   * kept on the way down (`walk.marks`), never the pages. After that page is committed, the range up
+   * to the next mark is exactly the page that was read above it (history below a known signature
+   * never changes), so climbing back costs one read per page. The top range can grow while the pass
+   * runs: it is complete only when shorter than a page or ending at the signature just above the
+   * cursor (`walk.next`), else the walk goes down again from the newest. Progress is the cursor
+   * alone, committed per batch: a pass that dies part way (a crash, a lost lease) leaves the cursor
+   * at its last committed batch, and the next pass walks down to it again (docs/architecture.md,
+   * The chain watcher).
+   */
+  private async nextPage(watch: WatchRow, cursor: string | null, walk: HistoryWalk): Promise<{ entries: SignatureEntry[]; top: boolean }> {
+    const { chain, pageLimit, maxPageMarks, clock, leaseMs, db } = this.options;
     for (;;) {
+      const before = walk.marks.at(-1);
+      if (clock.now() - walk.lastRenewal >= leaseMs / 3) {
+        // A walk down a long backlog commits nothing until it reaches the oldest page: renew the lease on the way.
+        await renewWatchLease(db, watch, clock.now(), leaseMs);
+        walk.lastRenewal = clock.now();
+      }
       this.reads += 1;
-      const page = await chain.signaturesForAddress(address, { until: cursor ?? undefined, before, limit: pageLimit });
-      collected.push(...page);
-      if (page.length < pageLimit) break;
-      before = page[page.length - 1]?.signature;
+      const page = await chain.signaturesForAddress(watch.address, { until: cursor ?? undefined, before, limit: pageLimit });
+      this.heldPeak = Math.max(this.heldPeak, page.length);
+      const lowest = page.at(-1)?.signature;
+      if (page.length >= pageLimit && lowest !== walk.next) {
+        // More history below this page than fits in it: remember its lower edge and go down. Past
+        // `maxPageMarks` the highest mark is forgotten; climbing back there walks down again from the newest.
+        if (walk.marks.length >= maxPageMarks) walk.marks.shift();
+        walk.marks.push(lowest as string);
+        walk.next = undefined;
+        continue;
+      }
+      if (before === undefined) return { entries: page.reverse(), top: true };
+      // This page is everything up to `before`; once it is committed, the next range starts at `before`.
+      walk.next = walk.marks.pop();
+      return { entries: page.reverse(), top: false };
     }
-    return collected.reverse();
   }
+}
+
+/** A pass's walk through a backlog: the lower edges of the pages above the current one (oldest last). */
+interface HistoryWalk {
+  marks: string[];
+  /** The signature just above the cursor once the page below it is committed (the next range's oldest), if known. */
+  next: string | undefined;
+  /** When the lease was last renewed (the claim, a commit, or a renewal during the walk). */
+  lastRenewal: number;
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

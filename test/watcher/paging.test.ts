@@ -1,0 +1,251 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Keypair, LAMPORTS_PER_SOL, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
+import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
+import { startChainRpcServer, type ChainRpcServer } from '../../src/chain/embedded/rpcServer.js';
+import type { ChainHistory } from '../../src/chain/history.js';
+import { createEndpointPool } from '../../src/chain/rpc/endpoints.js';
+import { createRpcHistory } from '../../src/chain/rpc/history.js';
+import { manualClock, systemClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { TransientError } from '../../src/lib/retry.js';
+import { noopSignal } from '../../src/webhooks/outbox.js';
+import { claimDueWatches, insertWatches, type WatchRow } from '../../src/watcher/store.js';
+import { ChainWatcher } from '../../src/watcher/watcher.js';
+import { onPostgres } from '../support/database.js';
+import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
+import { transferHandler } from './support/transferHandler.js';
+
+/** One read the watcher made through the JSON-RPC history: a page of signatures, or a transaction. */
+type Read = { page: { limit: number; before: string | undefined; until: string | undefined; got: string[] } } | { tx: string };
+
+/**
+ * The RPC backend's history over the embedded chain's JSON-RPC, recording every read; `failPage`
+ * may refuse a page read (an RPC outage part way through a pass).
+ */
+function recorded(inner: ChainHistory, reads: Read[], failPage: () => boolean = () => false): ChainHistory {
+  return {
+    ...inner,
+    async signaturesForAddress(address, options) {
+      if (failPage()) throw new TransientError('rpc_unavailable', 'getSignaturesForAddress: 503 Service Unavailable');
+      const list = await inner.signaturesForAddress(address, options);
+      reads.push({ page: { limit: options.limit, before: options.before, until: options.until, got: list.map((s) => s.signature) } });
+      return list;
+    },
+    async getTransaction(signature) {
+      reads.push({ tx: signature });
+      return inner.getTransaction(signature);
+    },
+  };
+}
+
+const pagesOf = (reads: Read[]) => reads.flatMap((r) => ('page' in r ? [r.page] : []));
+const txsOf = (reads: Read[]) => reads.flatMap((r) => ('tx' in r ? [r.tx] : []));
+
+/** Every transaction read is one of the signatures the page read just before it returned. */
+function readsFromLatestPage(reads: Read[]): boolean {
+  let latest = new Set<string>();
+  for (const r of reads) {
+    if ('page' in r) latest = new Set(r.page.got);
+    else if (!latest.has(r.tx)) return false;
+  }
+  return true;
+}
+
+// The watcher pages through an address's history (docs/architecture.md, The chain watcher):
+// it holds one page of signatures at a time, reports oldest first, and a pass that stops part way
+// resumes at the next page. The history is read over the embedded chain's JSON-RPC, as on a cluster.
+describe('a backlog longer than several pages', () => {
+  let t: TestDb;
+  let chain: EmbeddedBackend;
+  let server: ChainRpcServer;
+  let rpc: ChainHistory;
+  const sender = Keypair.generate();
+  const PAGE = 5;
+  const BACKLOG = 23;
+
+  const transfer = async (to: PublicKey, lamports: number) => {
+    const tx = new Transaction().add(SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: to, lamports }));
+    tx.recentBlockhash = (await chain.getLatestBlockhash()).blockhash;
+    tx.feePayer = sender.publicKey;
+    tx.sign(sender);
+    return chain.sendRawTransaction(tx.serialize());
+  };
+  /** A watched address with `count` transfers into it (1 000 001, 1 000 002, … lamports), and its watch. */
+  const backlog = async (count: number) => {
+    const address = Keypair.generate().publicKey;
+    const signatures: string[] = [];
+    for (let i = 1; i <= count; i++) signatures.push(await transfer(address, 1_000_000 + i));
+    const launchId = await insertLaunch(t.db, systemClock, { url: 'http://127.0.0.1:9/hook', secret: 'whsec_x', box: newSecretBox() });
+    await insertWatches(t.db, { launchId, watches: [{ kind: 'transfers', address: address.toBase58(), context: {} }], now: Date.now(), ttlMs: 86_400_000 });
+    return { address, signatures, launchId };
+  };
+  const reported = async (launchId: string) =>
+    (await t.db.selectFrom('outbox_events').select(['event', 'sequence', 'body']).where('launch_id', '=', launchId).orderBy('sequence').execute())
+      .filter((e) => e.event === 'test.transfer_received')
+      .map((e) => ({ sequence: Number(e.sequence), ...(JSON.parse(e.body) as { data: { signature: string; lamports: string } }).data }));
+  const watchOf = (launchId: string) => t.db.withTables<{ watches: WatchRow }>().selectFrom('watches').selectAll().where('launch_id', '=', launchId).executeTakeFirstOrThrow();
+  const makeDue = (launchId: string) => t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 0 }).where('launch_id', '=', launchId).execute();
+  /** Only this test's watch is due: the others in the database are pushed far out. */
+  const onlyDue = async (launchId: string) => {
+    await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 8_000_000_000_000 }).where('launch_id', '!=', launchId).execute();
+    await makeDue(launchId);
+  };
+  const watcher = (history: ChainHistory, extra: Partial<ConstructorParameters<typeof ChainWatcher>[0]> = {}) =>
+    new ChainWatcher({ db: t.db, clock: manualClock(Date.now() + 60_000), logger: silentLogger(), chain: history, handlers: { transfers: transferHandler }, signal: noopSignal, pageLimit: PAGE, batchSize: 2, ...extra });
+  const lamportsOf = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => String(1_000_001 + from + i));
+
+  beforeAll(async () => {
+    t = await createTestDb();
+    chain = await createEmbeddedBackend({ db: t.db, secretKey: Buffer.alloc(32, 11), clock: systemClock, logger: silentLogger() });
+    server = await startChainRpcServer({ chain, host: '127.0.0.1', port: 0, logger: silentLogger() });
+    rpc = createRpcHistory(createEndpointPool([server.url]).read);
+    await chain.requestAirdrop(sender.publicKey, 10n * BigInt(LAMPORTS_PER_SOL));
+  });
+  afterAll(async () => {
+    await server?.close();
+    await chain?.close();
+    await t?.close();
+  });
+
+  it('is reported once each, oldest first, while the watcher holds one page of it at a time', async () => {
+    const { signatures, launchId } = await backlog(BACKLOG);
+    const reads: Read[] = [];
+    const w = watcher(recorded(rpc, reads));
+    await onlyDue(launchId);
+    expect(await w.runOnce()).toBe(BACKLOG);
+
+    const got = await reported(launchId);
+    expect(got.map((e) => e.signature)).toEqual(signatures);
+    expect(got.map((e) => e.lamports)).toEqual(lamportsOf(0, BACKLOG));
+    expect(new Set(got.map((e) => e.sequence)).size).toBe(BACKLOG);
+    expect((await watchOf(launchId)).cursor).toBe(signatures.at(-1));
+
+    // Every history read asked for one page, and every transaction read came from the page read just
+    // before it: the watcher worked from one page of signatures at a time, never the whole backlog.
+    const pages = pagesOf(reads);
+    expect(pages.every((p) => p.limit === PAGE && p.got.length <= PAGE)).toBe(true);
+    expect(readsFromLatestPage(reads)).toBe(true);
+    expect(w.heldPeak).toBeLessThanOrEqual(PAGE);
+    // Each transaction read once, in chain order.
+    expect(txsOf(reads)).toEqual(signatures);
+    // Down from the newest to the oldest page (5 reads) and back up (4): two reads per page at most.
+    expect(pages.length).toBeLessThanOrEqual(2 * Math.ceil(BACKLOG / PAGE));
+    // A committed page is on the database before the next one is read: the cursor moved page by page.
+    expect(pages.filter((p) => p.until !== undefined).map((p) => p.until)).toEqual(expect.arrayContaining([signatures[2], signatures[7], signatures[12], signatures[17]]));
+  });
+
+  it('a pass that fails after two pages resumes at the third: no event twice, none missing', async () => {
+    const { signatures, launchId } = await backlog(BACKLOG);
+    // Newest first in pages of 5, the oldest page holds 3 (23 = 3 + 4 × 5): after two pages, 8 are committed.
+    const reads: Read[] = [];
+    const w = watcher(
+      recorded(rpc, reads, () => txsOf(reads).length >= 8),
+      { batchSize: PAGE },
+    );
+    await onlyDue(launchId);
+    expect(await w.runOnce()).toBe(8);
+    expect((await reported(launchId)).map((e) => e.signature)).toEqual(signatures.slice(0, 8));
+    expect((await watchOf(launchId)).cursor).toBe(signatures[7]);
+    expect(w.heldPeak).toBeLessThanOrEqual(PAGE);
+
+    const resumedReads: Read[] = [];
+    const resumed = watcher(recorded(rpc, resumedReads), { batchSize: PAGE });
+    await onlyDue(launchId);
+    expect(await resumed.runOnce()).toBe(BACKLOG - 8);
+    // It reads from the third page on: nothing of the first two again, nothing skipped.
+    expect(txsOf(resumedReads)).toEqual(signatures.slice(8));
+    expect(pagesOf(resumedReads).every((p) => p.until === undefined || signatures.indexOf(p.until) >= 7)).toBe(true);
+    const got = await reported(launchId);
+    expect(got.map((e) => e.signature)).toEqual(signatures);
+    expect(got.map((e) => e.lamports)).toEqual(lamportsOf(0, BACKLOG));
+    expect(new Set(got.map((e) => e.sequence)).size).toBe(BACKLOG);
+  });
+
+  it('a pass whose lease is lost after two pages commits nothing more; the watcher that took it over resumes at the third page', async () => {
+    const { signatures, launchId } = await backlog(BACKLOG);
+    const rivalReads: Read[] = [];
+    const rivalClock = manualClock(Date.now() + 10 * 60_000);
+    const rival = new ChainWatcher({ db: t.db, clock: rivalClock, logger: silentLogger(), chain: recorded(rpc, rivalReads), handlers: { transfers: transferHandler }, signal: noopSignal, pageLimit: PAGE, batchSize: PAGE });
+    let commits = 0;
+    let rivalRecorded = -1;
+    const stale = watcher(rpc, {
+      batchSize: PAGE,
+      // Before committing the third page, the lease runs out (the process froze) and another watcher
+      // claims the watch and works through the rest of the backlog.
+      beforeCommit: async (watch) => {
+        if (watch.launch_id !== launchId || ++commits !== 3) return;
+        // SQLite leases follow the rival's clock (10 min ahead); PostgreSQL's the server's, so the deadline is moved instead.
+        if (onPostgres) await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ lease_expires_at: 0 }).where('launch_id', '=', launchId).execute();
+        await makeDue(launchId);
+        rivalRecorded = await rival.runOnce();
+      },
+    });
+    await onlyDue(launchId);
+    expect(await stale.runOnce()).toBe(8);
+    expect(rivalRecorded).toBe(BACKLOG - 8);
+    expect(txsOf(rivalReads)).toEqual(signatures.slice(8));
+    const got = await reported(launchId);
+    expect(got.map((e) => e.signature)).toEqual(signatures);
+    expect(new Set(got.map((e) => e.sequence)).size).toBe(BACKLOG);
+    expect((await watchOf(launchId)).cursor).toBe(signatures.at(-1));
+  });
+
+  it('activity during a long pass is reported after the backlog, in order, even when the walk keeps only two page edges', async () => {
+    const { address, signatures, launchId } = await backlog(BACKLOG);
+    const reads: Read[] = [];
+    let commits = 0;
+    const w = watcher(recorded(rpc, reads), {
+      maxPageMarks: 2,
+      batchSize: PAGE,
+      // After the first committed page, 7 more transfers land on the watched address.
+      beforeCommit: async (watch) => {
+        if (watch.launch_id !== launchId || ++commits !== 1) return;
+        for (let i = 0; i < 7; i++) signatures.push(await transfer(address, 1_000_000 + BACKLOG + 1 + i));
+      },
+    });
+    await onlyDue(launchId);
+    expect(await w.runOnce()).toBe(BACKLOG + 7);
+    const got = await reported(launchId);
+    expect(got.map((e) => e.signature)).toEqual(signatures);
+    expect(got.map((e) => e.lamports)).toEqual(lamportsOf(0, BACKLOG + 7));
+    expect(txsOf(reads)).toEqual(signatures);
+    expect(readsFromLatestPage(reads)).toBe(true);
+    expect(w.heldPeak).toBeLessThanOrEqual(PAGE);
+  });
+
+  it.skipIf(onPostgres)('a long walk down to the oldest page renews its lease before the first commit, so no other watcher takes the watch over', async () => {
+    // (SQLite: leases run on the injected clock; on PostgreSQL on the server's, which a test cannot move.)
+    const { signatures, launchId } = await backlog(BACKLOG);
+    const clock = manualClock(Date.now() + 60_000);
+    const takeovers: number[] = [];
+    const reads: Read[] = [];
+    const slow: ChainHistory = {
+      ...rpc,
+      // Each history read takes 1.2 s: the five reads down to the oldest page outlast a 3 s lease. A rival tries to claim after each.
+      async signaturesForAddress(address, options) {
+        clock.advance(1200);
+        takeovers.push((await claimDueWatches(t.db, { owner: 'rival', now: clock.now(), leaseMs: 3000, limit: 16 })).filter((c) => c.launch_id === launchId).length);
+        return rpc.signaturesForAddress(address, options);
+      },
+    };
+    const w = new ChainWatcher({ db: t.db, clock, logger: silentLogger(), chain: recorded(slow, reads), handlers: { transfers: transferHandler }, signal: noopSignal, pageLimit: PAGE, batchSize: PAGE, leaseMs: 3000 });
+    await onlyDue(launchId);
+    expect(await w.runOnce()).toBe(BACKLOG);
+    expect(takeovers.every((n) => n === 0)).toBe(true);
+    expect(takeovers.length).toBeGreaterThanOrEqual(5);
+    expect((await reported(launchId)).map((e) => e.signature)).toEqual(signatures);
+  });
+
+  it('an address with nothing new costs one history read, as before', async () => {
+    const { launchId } = await backlog(3);
+    const w = watcher(rpc);
+    await onlyDue(launchId);
+    expect(await w.runOnce()).toBe(3);
+    const reads: Read[] = [];
+    const idle = watcher(recorded(rpc, reads));
+    await onlyDue(launchId);
+    expect(await idle.runOnce()).toBe(0);
+    expect(reads).toHaveLength(1);
+    expect((await watchOf(launchId)).lease_owner).toBeNull();
+  });
+});
