@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keypair, LAMPORTS_PER_SOL, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
@@ -11,9 +14,26 @@ import { TransientError } from '../../src/lib/retry.js';
 import { noopSignal } from '../../src/webhooks/outbox.js';
 import { claimDueWatches, insertWatches, type WatchRow } from '../../src/watcher/store.js';
 import { ChainWatcher } from '../../src/watcher/watcher.js';
-import { onPostgres } from '../support/database.js';
+import { onPostgres, passLeaseTime } from '../support/database.js';
 import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 import { transferHandler } from './support/transferHandler.js';
+
+/** The watcher worker process (test/watcher/support/watchWorker.ts): its first output line and its exit. */
+function runWorker(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support', 'watchWorker.ts')], {
+    cwd: join(import.meta.dirname, '..', '..'),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const line = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', resolve);
+    void exited.then(() => reject(new Error(`worker exited without output: ${stderr}`)));
+  });
+  return { child, line, exited };
+}
 
 /** One read the watcher made through the JSON-RPC history: a page of signatures, or a transaction. */
 type Read = { page: { limit: number; before: string | undefined; until: string | undefined; got: string[] } } | { tx: string };
@@ -160,6 +180,33 @@ describe('a backlog longer than several pages', () => {
     expect(got.map((e) => e.lamports)).toEqual(lamportsOf(0, BACKLOG));
     expect(new Set(got.map((e) => e.sequence)).size).toBe(BACKLOG);
   });
+
+  it('a watcher process killed (SIGKILL) after two pages of a backlog: the next process resumes at the third, nothing twice, nothing missing', async () => {
+    const { signatures, launchId } = await backlog(BACKLOG);
+    await onlyDue(launchId);
+    const env = { DB_PATH: t.path, RPC_URL: server.url, WATCH_BATCH: String(PAGE), WATCH_PAGE: String(PAGE) };
+    // Paused before its third commit (pages of 3 and 5 committed), then killed.
+    const killed = runWorker({ ...env, WATCH_PAUSE: '1', WATCH_PAUSE_AT: '3' });
+    try {
+      expect(await killed.line).toBe('paused');
+    } finally {
+      killed.child.kill('SIGKILL');
+    }
+    expect((await killed.exited).signal).toBe('SIGKILL');
+    expect((await reported(launchId)).map((e) => e.signature)).toEqual(signatures.slice(0, 8));
+    expect((await watchOf(launchId)).cursor).toBe(signatures[7]);
+
+    // The dead worker's lease (1 s) runs out: the next worker's clock runs 2 s ahead (on PostgreSQL the deadline moves back instead).
+    const workerClock = { offsetMs: 0, advance: (ms: number) => (workerClock.offsetMs += ms) };
+    await passLeaseTime(t.db, workerClock, 2000);
+    const resumed = runWorker({ ...env, WATCH_PAUSE: '0', CLOCK_OFFSET_MS: String(workerClock.offsetMs) });
+    expect(await resumed.line).toBe(`done ${BACKLOG - 8}`);
+    await resumed.exited;
+    const got = await reported(launchId);
+    expect(got.map((e) => e.signature)).toEqual(signatures);
+    expect(got.map((e) => e.lamports)).toEqual(lamportsOf(0, BACKLOG));
+    expect(new Set(got.map((e) => e.sequence)).size).toBe(BACKLOG);
+  }, 60_000);
 
   it('a pass whose lease is lost after two pages commits nothing more; the watcher that took it over resumes at the third page', async () => {
     const { signatures, launchId } = await backlog(BACKLOG);
