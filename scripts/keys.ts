@@ -3,6 +3,8 @@
  * `npm run keys -- list`, `npm run keys -- revoke <id>`. The key is printed once, on a line of its own.
  * `npm run keys -- limits --owner acme [--max-sol-per-launch 2.5] [--max-sol-per-day none] …` sets an
  * owner's funding limits (docs/funding.md) and prints them all.
+ * `npm run keys -- bounds --owner acme [--endpoints 25] [--launches-in-flight default] [--redeliveries N]`
+ * sets or clears an owner's overrides of the owner bounds (docs/api.md, "Bounds") and prints the bounds.
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config/config.js';
@@ -10,13 +12,19 @@ import { openConfiguredDatabase, migrateToLatest } from '../src/db/database.js';
 import { createApiKey, listApiKeys, revokeApiKey, unknownScopes } from '../src/auth/apiKeys.js';
 import type { Scope } from '../src/auth/scopes.js';
 import { createSecretBox } from '../src/crypto/secretBox.js';
+import { effectiveBounds, readBoundOverrides, writeBoundOverrides, type BoundOverrides, type OwnerBound } from '../src/bounds/ownerBounds.js';
+import { OWNER_LIMIT_CEILINGS } from '../src/config/config.js';
 import { limitsOf, writeLimits, type FundingLimits } from '../src/funding/limits.js';
 import { formatSol, parseSol } from '../src/funding/sol.js';
 import { ensureWallet, findWallet } from '../src/funding/wallets.js';
 
 const USAGE =
   'usage: npm run keys -- create --owner <name> --scopes <a,b> [--name <label>] | list | revoke <id>\n' +
-  '       | limits --owner <name> [--max-sol-per-launch <SOL|none>] [--max-sol-per-day <SOL|none>] [--max-launches-per-day <n|none>] [--low-balance-sol <SOL|none>]';
+  '       | limits --owner <name> [--max-sol-per-launch <SOL|none>] [--max-sol-per-day <SOL|none>] [--max-launches-per-day <n|none>] [--low-balance-sol <SOL|none>]\n' +
+  '       | bounds --owner <name> [--endpoints <n|default>] [--launches-in-flight <n|default>] [--redeliveries <n|default>]';
+
+/** The options of `bounds`, each an owner's override of one bound. */
+const BOUND_OPTIONS = { endpoints: 'endpoints', 'launches-in-flight': 'launchesInFlight', redeliveries: 'redeliveries' } as const satisfies Record<string, OwnerBound>;
 
 /** The limit options of `limits`: the SOL ones in SOL (stored as lamports), launches as a count. */
 const LIMIT_OPTIONS = {
@@ -38,6 +46,9 @@ async function main(): Promise<number> {
       'max-sol-per-day': { type: 'string' },
       'max-launches-per-day': { type: 'string' },
       'low-balance-sol': { type: 'string' },
+      endpoints: { type: 'string' },
+      'launches-in-flight': { type: 'string' },
+      redeliveries: { type: 'string' },
     },
   });
   const [command, arg] = positionals;
@@ -110,6 +121,24 @@ async function main(): Promise<number> {
           `max-launches-per-day\t${current.maxLaunchesPerDay ?? 'none'}\n` +
           `low-balance-sol\t${sol(current.lowBalanceLamports)}\n`,
       );
+      return 0;
+    }
+    if (command === 'bounds') {
+      const owner = values.owner?.trim();
+      if (!owner || !FUNDING_OWNER.test(owner)) return fail('--owner is required: 1 to 100 letters, digits or . _ : @ -');
+      const patch: Partial<BoundOverrides> = {};
+      for (const [option, bound] of Object.entries(BOUND_OPTIONS)) {
+        const raw = values[option as keyof typeof BOUND_OPTIONS]?.trim();
+        if (raw === undefined) continue;
+        const ceiling = OWNER_LIMIT_CEILINGS[bound];
+        if (raw === 'default') patch[bound] = null;
+        else if (/^\d{1,7}$/.test(raw) && Number(raw) <= ceiling) patch[bound] = Number(raw);
+        else return fail(`--${option} must be a whole number from 0 to ${ceiling}, or default to clear it (got "${raw}")`);
+      }
+      const overrides = Object.keys(patch).length === 0 ? await readBoundOverrides(db, owner) : await writeBoundOverrides(db, owner, patch, Date.now());
+      const bounds = effectiveBounds(config.ownerLimits, overrides);
+      const line = (option: string, bound: OwnerBound) => `${option}\t${bounds[bound]}${overrides[bound] === null ? ' (default)' : ''}\n`;
+      process.stdout.write(`owner\t${owner}\n` + Object.entries(BOUND_OPTIONS).map(([option, bound]) => line(option, bound)).join(''));
       return 0;
     }
     return fail(USAGE);

@@ -20,6 +20,7 @@ import { createHealthRoutes, type HealthResponder } from '../http/routes/health.
 import { createLaunchDestinationRoutes } from '../http/routes/launchDestination.js';
 import { createLaunchRoutes } from '../http/routes/launches.js';
 import { createOpenApiRoutes } from '../http/routes/openapi.js';
+import { createOwnerBoundRoutes } from '../http/routes/ownerBounds.js';
 import { createWebhookEndpointRoutes } from '../http/routes/webhookEndpoints.js';
 import { createWebhookTestRoutes } from '../http/routes/webhooks.js';
 import type { LaunchRequest, OperatorFee } from '../launches/request.js';
@@ -109,6 +110,7 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
       }),
     ],
     ['/funding', createFundingRoutes({ db, funding: deps.funding, hashBody: (body) => requestHash(body, deps.requestHashKey) })],
+    ['/owners', createOwnerBoundRoutes({ db, clock, defaults: limits })],
     ['/launches', createLaunchDestinationRoutes({ db, clock, secretBox: deps.secretBox, production: deps.production, signal: deps.engine.signal })],
     ['/', createEventStreamRoutes({ db, feed: deps.engine.feed })],
     ['/webhook-endpoints', createWebhookEndpointRoutes({

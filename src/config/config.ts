@@ -115,6 +115,9 @@ export interface OwnerLimits {
 /** The bounds when nothing is set (docs/configuration.md). */
 export const DEFAULT_OWNER_LIMITS: Readonly<OwnerLimits> = { endpoints: 20, launchesInFlight: 50, redeliveries: 20 };
 
+/** The most each bound may be set to, by its environment variable or for one owner by an admin. */
+export const OWNER_LIMIT_CEILINGS: Readonly<OwnerLimits> = { endpoints: 100_000, launchesInFlight: 1_000_000, redeliveries: 10_000 };
+
 export interface OpsConfig {
   /** When set, `GET /metrics` needs `Authorization: Bearer <token>`. */
   metricsToken: string | undefined;
@@ -409,9 +412,9 @@ export function loadConfig(env: Env = process.env): Config {
     funding: { devAirdropLamports: production ? 0 : solVar(env, 'FUNDING_DEV_AIRDROP', 100), operatorFee: operatorFeeVar(env) },
     endpoints: { disableAfterMs: durationVar(env, 'ENDPOINT_DISABLE_AFTER', 5 * 86_400_000) },
     ownerLimits: {
-      endpoints: intVar(env, 'MAX_ENDPOINTS_PER_OWNER', DEFAULT_OWNER_LIMITS.endpoints, 1, 100_000),
-      launchesInFlight: intVar(env, 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER', DEFAULT_OWNER_LIMITS.launchesInFlight, 1, 1_000_000),
-      redeliveries: intVar(env, 'MAX_REDELIVERIES_PER_DELIVERY', DEFAULT_OWNER_LIMITS.redeliveries, 0, 10_000),
+      endpoints: intVar(env, 'MAX_ENDPOINTS_PER_OWNER', DEFAULT_OWNER_LIMITS.endpoints, 1, OWNER_LIMIT_CEILINGS.endpoints),
+      launchesInFlight: intVar(env, 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER', DEFAULT_OWNER_LIMITS.launchesInFlight, 1, OWNER_LIMIT_CEILINGS.launchesInFlight),
+      redeliveries: intVar(env, 'MAX_REDELIVERIES_PER_DELIVERY', DEFAULT_OWNER_LIMITS.redeliveries, 0, OWNER_LIMIT_CEILINGS.redeliveries),
     },
     rateLimitPerMinute: intVar(env, 'RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),

@@ -206,6 +206,15 @@ export interface DashboardSessionsTable {
 }
 
 /** One owner's funding wallet and limits (docs/funding.md). Amounts in lamports. */
+/** An admin's overrides of one owner's bounds; null: the default (migration 028). */
+export interface OwnerBoundsTable {
+  owner: string;
+  max_endpoints: number | null;
+  max_launches_in_flight: number | null;
+  max_redeliveries: number | null;
+  updated_at: number;
+}
+
 export interface FundingWalletsTable {
   owner: string;
   address: string;
@@ -261,6 +270,7 @@ export interface Database {
   service_meta: ServiceMetaTable;
   dashboard_sessions: DashboardSessionsTable;
   funding_wallets: FundingWalletsTable;
+  owner_bounds: OwnerBoundsTable;
   funding_ledger: FundingLedgerTable;
   event_streams: EventStreamsTable;
 }

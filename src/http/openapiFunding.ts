@@ -1,4 +1,6 @@
-/** The OpenAPI paths of funding (docs/funding.md): the quote, the wallet, its ledger, limits and withdrawals. */
+/** The OpenAPI paths of funding (docs/funding.md): the quote, the wallet, its ledger, limits and withdrawals; and an owner's bounds. */
+import { OWNER_LIMIT_CEILINGS } from '../config/config.js';
+
 type Json = Record<string, unknown>;
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -11,6 +13,28 @@ const nullableLamports = { type: ['string', 'null'], pattern: '^[0-9]+$' };
 const limits = {
   type: 'object',
   properties: { maxLamportsPerLaunch: nullableLamports, maxLamportsPerDay: nullableLamports, maxLaunchesPerDay: { type: ['integer', 'null'], minimum: 0 }, lowBalanceLamports: nullableLamports },
+};
+
+const boundOverrides = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    endpoints: { type: ['integer', 'null'], minimum: 0, maximum: OWNER_LIMIT_CEILINGS.endpoints },
+    launchesInFlight: { type: ['integer', 'null'], minimum: 0, maximum: OWNER_LIMIT_CEILINGS.launchesInFlight },
+    redeliveries: { type: ['integer', 'null'], minimum: 0, maximum: OWNER_LIMIT_CEILINGS.redeliveries },
+  },
+};
+
+const ownerBounds = {
+  type: 'object',
+  properties: {
+    owner: { type: 'string' },
+    endpoints: { type: 'integer', description: 'MAX_ENDPOINTS_PER_OWNER or the override' },
+    launchesInFlight: { type: 'integer', description: 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER or the override' },
+    redeliveries: { type: 'integer', description: 'MAX_REDELIVERIES_PER_DELIVERY or the override' },
+    overrides: { ...boundOverrides, minProperties: 3, description: 'null: the configured default holds' },
+  },
 };
 
 const entry = {
@@ -90,6 +114,21 @@ export const fundingPaths: Json = {
       parameters: [{ name: 'owner', in: 'path', required: true, schema: { type: 'string' } }],
       requestBody: { required: true, content: { 'application/json': { schema: limits } } },
       responses: { 200: json({ type: 'object', properties: { limits } }, 'The owner’s limits'), 400: error('invalid_request'), 401: error('unauthorized'), 403: error('forbidden') },
+    },
+  },
+  '/api/owners/{owner}/bounds': {
+    get: {
+      summary: 'The bounds that hold for an owner and the admin’s overrides of them (admin)',
+      security: bearer,
+      parameters: [{ name: 'owner', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: { 200: json({ type: 'object', properties: { bounds: ownerBounds } }, 'The owner’s bounds'), 400: error('invalid_request'), 401: error('unauthorized'), 403: error('forbidden') },
+    },
+    put: {
+      summary: 'Set or clear (null: the configured default) an owner’s bounds: endpoints, launches in flight, redeliveries per delivery (admin)',
+      security: bearer,
+      parameters: [{ name: 'owner', in: 'path', required: true, schema: { type: 'string' } }],
+      requestBody: { required: true, content: { 'application/json': { schema: boundOverrides } } },
+      responses: { 200: json({ type: 'object', properties: { bounds: ownerBounds } }, 'The owner’s bounds'), 400: error('invalid_request: a bound that is not an integer from 0 to its ceiling or null, or an unknown field'), 401: error('unauthorized'), 403: error('forbidden') },
     },
   },
   '/api/funding/withdraw': {

@@ -1,3 +1,4 @@
+import { boundOverride } from '../bounds/ownerBounds.js';
 import { DEFAULT_OWNER_LIMITS } from '../config/config.js';
 import type { Db, Tx } from '../db/database.js';
 import { lockBound } from '../db/dialect.js';
@@ -18,14 +19,15 @@ export interface CreateLaunchDeps {
   signal: OutboxSignal;
   /** The operator's fee every new launch pays in its first transaction (docs/funding.md). */
   operatorFee?: OperatorFee | undefined;
-  /** MAX_LAUNCHES_IN_FLIGHT_PER_OWNER (default {@link DEFAULT_OWNER_LIMITS}). */
+  /** MAX_LAUNCHES_IN_FLIGHT_PER_OWNER (default {@link DEFAULT_OWNER_LIMITS}); an owner's override replaces it. */
   maxLaunchesInFlight?: number;
 }
 
 /**
  * Persists a validated launch with its steps and emits `launch.queued` in the same transaction.
  * `inTransaction` runs extra writes (the idempotency record) atomically with the launch. An owner
- * with `maxLaunchesInFlight` launches queued or processing is refused ({@link LimitReachedError}).
+ * with its bound (its override, else `maxLaunchesInFlight`) of launches queued or processing is
+ * refused ({@link LimitReachedError}).
  */
 export async function createLaunch(
   deps: CreateLaunchDeps,
@@ -44,15 +46,16 @@ export async function createLaunch(
   const now = deps.clock.now();
   const steps = stepsFor(args.request);
   let handoff = newHandoff();
-  const max = deps.maxLaunchesInFlight ?? DEFAULT_OWNER_LIMITS.launchesInFlight;
   await deps.db.transaction().execute(async (trx) => {
     await lockBound(trx, `launches:${args.owner}`);
-    const { n } = await trx
+    // The owner's override is read with the count: no extra round trip on a create.
+    const { n, override } = await trx
       .selectFrom('launches')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .select((eb) => [eb.fn.countAll<number>().as('n'), boundOverride(eb, args.owner, 'launchesInFlight').as('override')])
       .where('owner', '=', args.owner)
       .where('status', 'in', ['queued', 'processing'])
       .executeTakeFirstOrThrow();
+    const max = override === null ? (deps.maxLaunchesInFlight ?? DEFAULT_OWNER_LIMITS.launchesInFlight) : Number(override);
     if (Number(n) >= max) {
       throw new LimitReachedError(`This owner already has ${max} launches queued or processing, the most allowed; retry when one has finished`, 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER', max);
     }

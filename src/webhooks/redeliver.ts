@@ -1,3 +1,4 @@
+import { ownerBound } from '../bounds/ownerBounds.js';
 import { DEFAULT_OWNER_LIMITS } from '../config/config.js';
 import type { DbOrTx } from '../db/database.js';
 import { lockBound } from '../db/dialect.js';
@@ -12,8 +13,8 @@ import { getLaunchTarget } from './sql/deliveryQueries.js';
  * or the webhook endpoint's current URL. Every caller (API, dead-letter retry, dashboard) names the
  * delivery, so none can send an endpoint's event to the launch's URL.
  * The event body, id and sequence are the stored ones, so receivers dedupe it.
- * An event already sent `maxRedeliveries` times again to that destination (MAX_REDELIVERIES_PER_DELIVERY)
- * is refused ({@link LimitReachedError}), nothing queued.
+ * An event already sent again to that destination as many times as its owner's bound allows (the
+ * owner's override, else `maxRedeliveries`: MAX_REDELIVERIES_PER_DELIVERY) is refused ({@link LimitReachedError}), nothing queued.
  * Notify the dispatcher after the surrounding transaction commits.
  */
 export async function redeliverEvent(
@@ -26,9 +27,10 @@ export async function redeliverEvent(
   return db.transaction().execute((trx) => redeliverIn(trx, clock, event, maxRedeliveries));
 }
 
-async function redeliverIn(db: DbOrTx, clock: Clock, event: { eventId: string; launchId: string; deliveryId?: string | null }, maxRedeliveries: number): Promise<string> {
-  const endpointId = await endpointOfDelivery(db, event.deliveryId ?? null);
+async function redeliverIn(db: DbOrTx, clock: Clock, event: { eventId: string; launchId: string; deliveryId?: string | null }, defaultMax: number): Promise<string> {
+  const { endpointId, owner } = await destinationOf(db, event.launchId, event.deliveryId ?? null);
   await lockBound(db, `redeliveries:${event.eventId}`);
+  const maxRedeliveries = owner === undefined ? defaultMax : await ownerBound(db, owner, 'redeliveries', defaultMax);
   // Every series of this event to this destination but the first is a redelivery.
   const { n } = await db
     .selectFrom('deliveries')
@@ -51,9 +53,12 @@ async function redeliverIn(db: DbOrTx, clock: Clock, event: { eventId: string; l
   return insertDelivery(db, clock.now(), event.eventId, event.launchId, target.webhookUrl);
 }
 
-/** The webhook endpoint a delivery went to (null: the launch's own URL). */
-async function endpointOfDelivery(db: DbOrTx, deliveryId: string | null): Promise<string | null> {
-  if (deliveryId === null) return null;
-  const row = await db.selectFrom('deliveries').select('endpoint_id').where('id', '=', deliveryId).executeTakeFirst();
-  return row?.endpoint_id ?? null;
+/** The webhook endpoint a delivery went to (null: the launch's own URL), and the owner whose bound applies. */
+async function destinationOf(db: DbOrTx, launchId: string, deliveryId: string | null): Promise<{ endpointId: string | null; owner: string | undefined }> {
+  if (deliveryId !== null) {
+    const row = await db.selectFrom('deliveries').select(['endpoint_id', 'owner']).where('id', '=', deliveryId).executeTakeFirst();
+    if (row) return { endpointId: row.endpoint_id, owner: row.owner };
+  }
+  const launch = await db.selectFrom('launches').select('owner').where('id', '=', launchId).executeTakeFirst();
+  return { endpointId: null, owner: launch?.owner };
 }

@@ -45,7 +45,7 @@ describe('the layers of src (docs/architecture.md)', () => {
       http: 4, dashboard: 4, metrics: 4, mcp: 4,
       launches: 3, watcher: 3,
       webhooks: 2, funding: 2,
-      chain: 1, deadLetters: 1, auth: 1, health: 1, cache: 1, retention: 1,
+      chain: 1, deadLetters: 1, auth: 1, health: 1, cache: 1, retention: 1, bounds: 1,
       db: 0, config: 0, crypto: 0, lib: 0,
     };
     // The test route's samples of the watcher's events (docs/architecture.md, "Layers").

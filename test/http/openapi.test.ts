@@ -35,6 +35,8 @@ describe('GET /api/openapi', () => {
       'GET /api/funding/ledger',
       'PUT /api/funding/{owner}/limits',
       'POST /api/funding/withdraw',
+      'GET /api/owners/{owner}/bounds',
+      'PUT /api/owners/{owner}/bounds',
     ]) {
       expect(routes).toContain(route);
     }

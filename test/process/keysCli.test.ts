@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findActiveKey } from '../../src/auth/apiKeys.js';
 import { openDatabase } from '../../src/db/database.js';
+import { readBoundOverrides } from '../../src/bounds/ownerBounds.js';
 import { limitsOf } from '../../src/funding/limits.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -12,9 +13,13 @@ const dir = mkdtempSync(join(tmpdir(), 'launch-keys-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function keys(...args: string[]) {
+  return keysWith({}, ...args);
+}
+
+function keysWith(env: Record<string, string>, ...args: string[]) {
   const run = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'keys.ts'), ...args], {
     cwd: root,
-    env: { ...process.env, DATA_DIR: dir, LOG_LEVEL: 'silent' },
+    env: { ...process.env, DATA_DIR: dir, LOG_LEVEL: 'silent', ...env },
     encoding: 'utf8',
   });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
@@ -93,6 +98,34 @@ describe('npm run keys -- limits', () => {
     }
     const { db, close } = openDatabase(join(dir, 'launch-service.sqlite'));
     expect((await db.selectFrom('funding_wallets').select('owner').execute()).map((r) => r.owner)).toEqual(['acme']);
+    await close();
+  }, 180_000);
+});
+
+describe('npm run keys -- bounds', () => {
+  it('sets an owner’s overrides, clears one with default, keeps the others, prints the bounds that hold, and refuses bad values writing nothing', async () => {
+    const env = { MAX_ENDPOINTS_PER_OWNER: '20' };
+    const set = keysWith(env, 'bounds', '--owner', 'acme', '--endpoints', '25', '--redeliveries', '0');
+    expect(set.status, set.stderr).toBe(0);
+    expect(set.stdout).toBe('owner\tacme\nendpoints\t25\nlaunches-in-flight\t50 (default)\nredeliveries\t0\n');
+    const { db, close } = openDatabase(join(dir, 'launch-service.sqlite'));
+    expect(await readBoundOverrides(db, 'acme')).toEqual({ endpoints: 25, launchesInFlight: null, redeliveries: 0 });
+
+    const cleared = keysWith(env, 'bounds', '--owner', 'acme', '--endpoints', 'default');
+    expect(cleared.stdout).toBe('owner\tacme\nendpoints\t20 (default)\nlaunches-in-flight\t50 (default)\nredeliveries\t0\n');
+    expect(keysWith(env, 'bounds', '--owner', 'acme').stdout).toBe(cleared.stdout);
+
+    for (const [args, message] of [
+      [['--owner', 'acme', '--endpoints=-1'], '--endpoints must be a whole number from 0 to 100000'],
+      [['--owner', 'acme', '--launches-in-flight', '1000001'], '--launches-in-flight must be a whole number from 0 to 1000000'],
+      [['--owner', 'acme', '--redeliveries', '2.5'], '--redeliveries must be a whole number'],
+      [['--endpoints', '5'], '--owner is required'],
+    ] as Array<[string[], string]>) {
+      const run = keysWith(env, 'bounds', ...args);
+      expect(run.status, args.join(' ')).toBe(1);
+      expect(run.stderr).toContain(message);
+    }
+    expect(await readBoundOverrides(db, 'acme')).toEqual({ endpoints: null, launchesInFlight: null, redeliveries: 0 });
     await close();
   }, 180_000);
 });

@@ -19,6 +19,7 @@ import * as m020 from './020_funding.js';
 import * as m021 from './021_owner_events.js';
 import * as m022 from './022_delivery_owner_lanes.js';
 import * as m026 from './026_rowid_after_xid.js';
+import * as m028 from './028_owner_bounds.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -42,6 +43,7 @@ export const migrations: Record<string, Migration> = {
   '021_owner_events': m021,
   '022_delivery_owner_lanes': m022,
   '026_rowid_after_xid': m026,
+  '028_owner_bounds': m028,
 };
 
 export const migrationProvider: MigrationProvider = {

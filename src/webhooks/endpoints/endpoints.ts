@@ -3,6 +3,7 @@ import type { SecretBox } from '../../crypto/secretBox.js';
 import type { Db } from '../../db/database.js';
 import type { WebhookEndpointRow } from '../../db/schema.js';
 import type { Clock } from '../../lib/clock.js';
+import { ownerBound } from '../../bounds/ownerBounds.js';
 import { DEFAULT_OWNER_LIMITS } from '../../config/config.js';
 import { lockBound } from '../../db/dialect.js';
 import { LimitReachedError, NotFoundError } from '../../lib/errors.js';
@@ -16,7 +17,7 @@ export interface EndpointDeps {
   db: Db;
   clock: Clock;
   secretBox: SecretBox;
-  /** MAX_ENDPOINTS_PER_OWNER (default {@link DEFAULT_OWNER_LIMITS}). */
+  /** MAX_ENDPOINTS_PER_OWNER (default {@link DEFAULT_OWNER_LIMITS}); an owner's override replaces it. */
   maxEndpoints?: number;
 }
 
@@ -29,7 +30,8 @@ const notFound = (id: string) => new NotFoundError(`Webhook endpoint ${id} not f
 
 /**
  * Creates an endpoint with a fresh secret; the plaintext secret is returned here and never again.
- * An owner holding `maxEndpoints` already is refused ({@link LimitReachedError}), nothing created.
+ * An owner holding its bound already (its override, else `maxEndpoints`) is refused
+ * ({@link LimitReachedError}), nothing created.
  */
 export async function createEndpoint(deps: EndpointDeps, owner: string, input: EndpointCreateInput): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
   const secret = generateSecret(32);
@@ -50,9 +52,9 @@ export async function createEndpoint(deps: EndpointDeps, owner: string, input: E
     created_at: now,
     updated_at: now,
   };
-  const max = deps.maxEndpoints ?? DEFAULT_OWNER_LIMITS.endpoints;
   await deps.db.transaction().execute(async (trx) => {
     await lockBound(trx, `endpoints:${owner}`);
+    const max = await ownerBound(trx, owner, 'endpoints', deps.maxEndpoints ?? DEFAULT_OWNER_LIMITS.endpoints);
     const { n } = await trx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('owner', '=', owner).executeTakeFirstOrThrow();
     if (Number(n) >= max) {
       throw new LimitReachedError(`This owner already has ${max} webhook endpoints, the most allowed; delete one first`, 'MAX_ENDPOINTS_PER_OWNER', max);
