@@ -10,6 +10,7 @@ import { benchIsolation } from './isolation.js';
 import { benchLatency } from './latency.js';
 import { benchPipeline } from './pipeline.js';
 import { benchPostgres, benchPostgresPipeline } from './postgres.js';
+import { benchSoak } from './soak.js';
 import type { BenchResult, BenchRow } from './types.js';
 import { benchWatch } from './watch.js';
 
@@ -73,6 +74,9 @@ const goals: Record<string, Goal> = {
   'flaky-10-p99': { text: '(reported)', met: () => true },
   'flaky-30-p50': { text: '< 10000 ms', met: (r) => r.value < 10_000 },
   'flaky-30-p99': { text: '< 20000 ms', met: (r) => r.value < 20_000 },
+  // Claims after a simulated month of history and retention, against day 1's.
+  'soak-day1': { text: '(reported)', met: () => true },
+  'soak-day30': { text: 'ratio ≥ 0.8', met: (r) => r.ratio >= 0.8 },
 };
 
 function rows(results: BenchResult[], note: string): BenchRow[] {
@@ -112,5 +116,6 @@ export const scenarios: Scenario[] = [
       return rows(results, note);
     },
   },
+  { name: 'soak', run: async () => (({ results, note }) => rows(results, note))(await benchSoak()) },
   { name: 'dashboard', run: async () => (({ results, note }) => rows(results, note))(await benchDashboard(10_000, 10, 20)) },
 ];
