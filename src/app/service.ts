@@ -257,6 +257,7 @@ export async function createService(
       breakers: webhooks.breakers,
       signal: webhooks.signal,
       maxRedeliveries: config.ownerLimits.redeliveries,
+      ownerLimits: config.ownerLimits,
       bodyLimitBytes: config.bodyLimitBytes,
       signInLimiter: createRateLimiter({ db, clock, logger, limit: config.ops.dashboardSignInPerMinute }),
       balanceOf: (address) => chain.getBalance(new PublicKey(address)),

@@ -1,4 +1,6 @@
 import type { FC } from 'hono/jsx';
+import { effectiveBounds, readBoundOverrides, type BoundOverrides } from '../bounds/ownerBounds.js';
+import type { OwnerLimits } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import type { FundingEntryRow } from '../db/schema.js';
 import { listEntries, reservedLamports } from '../funding/ledger.js';
@@ -19,6 +21,9 @@ export interface FundingCard {
   balance: number | undefined;
   reserved: number;
   limits: FundingLimits;
+  /** The owner bounds that hold for the owner, and which of them an admin overrode. */
+  bounds: OwnerLimits;
+  overrides: BoundOverrides;
   entries: FundingEntryRow[];
 }
 
@@ -44,7 +49,7 @@ async function balanceWithin(read: () => Promise<number>, timeoutMs: number): Pr
  * key its own owner's only. Balances are read in parallel, each bounded, so a slow chain costs the
  * page at most `timeoutMs` and shows "unavailable".
  */
-export async function loadFunding(db: Db, user: DashboardUser, balanceOf: (address: string) => Promise<number>, timeoutMs: number): Promise<FundingPageData> {
+export async function loadFunding(db: Db, user: DashboardUser, balanceOf: (address: string) => Promise<number>, timeoutMs: number, defaults: OwnerLimits): Promise<FundingPageData> {
   let query = db.selectFrom('funding_wallets').selectAll().orderBy('owner');
   if (!user.isAdmin) query = query.where('owner', '=', user.owner);
   const wallets = await query.limit(OWNERS_PER_PAGE + 1).execute();
@@ -52,12 +57,13 @@ export async function loadFunding(db: Db, user: DashboardUser, balanceOf: (addre
   const total = wallets.length > OWNERS_PER_PAGE ? Number((await db.selectFrom('funding_wallets').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n) : shown.length;
   const cards = await Promise.all(
     shown.map(async (w) => {
-      const [balance, reserved, recent] = await Promise.all([
+      const [balance, reserved, recent, overrides] = await Promise.all([
         balanceWithin(() => balanceOf(w.address), timeoutMs),
         reservedLamports(db, w.owner),
         listEntries(db, w.owner, { limit: RECENT_ENTRIES, offset: 0 }),
+        readBoundOverrides(db, w.owner),
       ]);
-      return { owner: w.owner, address: w.address, balance, reserved, limits: limitsOf(w), entries: recent.rows };
+      return { owner: w.owner, address: w.address, balance, reserved, limits: limitsOf(w), bounds: effectiveBounds(defaults, overrides), overrides, entries: recent.rows };
     }),
   );
   return { cards, more: total - shown.length };
@@ -66,6 +72,14 @@ export async function loadFunding(db: Db, user: DashboardUser, balanceOf: (addre
 /** An amount in SOL, its exact lamports in the tooltip. */
 const Sol: FC<{ lamports: number | null | undefined; none?: string }> = ({ lamports, none = '—' }) =>
   lamports === null || lamports === undefined ? <span class="muted">{none}</span> : <abbr title={`${lamports.toLocaleString('en-US')} lamports`}>{formatSol(lamports)} SOL</abbr>;
+
+/** One owner bound: its value, marked when an admin set it for this owner (else it is the configured default). */
+const Bound: FC<{ card: FundingCard; bound: keyof OwnerLimits }> = ({ card, bound }) => (
+  <span data-bound={bound} data-source={card.overrides[bound] === null ? 'default' : 'override'}>
+    {card.bounds[bound]}
+    {card.overrides[bound] === null ? <span class="muted"> (default)</span> : ' (set for this owner)'}
+  </span>
+);
 
 const Card: FC<{ card: FundingCard; cluster: string }> = ({ card, cluster }) => {
   const available = card.balance === undefined ? undefined : Math.max(0, card.balance - card.reserved);
@@ -98,6 +112,13 @@ const Card: FC<{ card: FundingCard; cluster: string }> = ({ card, cluster }) => 
           <dd>
             per launch <Sol lamports={card.limits.maxLamportsPerLaunch} none="none" />, per day <Sol lamports={card.limits.maxLamportsPerDay} none="none" />, launches a day{' '}
             {card.limits.maxLaunchesPerDay ?? <span class="muted">none</span>}, low balance at <Sol lamports={card.limits.lowBalanceLamports} none="none" />
+          </dd>
+        </div>
+        <div class="wide" data-field="bounds">
+          <dt>Bounds</dt>
+          <dd>
+            endpoints <Bound card={card} bound="endpoints" />, launches in flight <Bound card={card} bound="launchesInFlight" />, redeliveries per delivery{' '}
+            <Bound card={card} bound="redeliveries" />
           </dd>
         </div>
       </dl>

@@ -4,6 +4,7 @@ import type { Child } from 'hono/jsx';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Logger } from 'pino';
 import { findActiveKey } from '../auth/apiKeys.js';
+import { DEFAULT_OWNER_LIMITS, type OwnerLimits } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import type { LaunchStatus } from '../db/schema.js';
 import type { HealthReport } from '../health/healthService.js';
@@ -42,6 +43,8 @@ export interface DashboardDeps {
   signal: OutboxSignal;
   /** MAX_REDELIVERIES_PER_DELIVERY (default: the service's). */
   maxRedeliveries?: number;
+  /** The configured owner bounds, shown on the funding page beside each owner's overrides (default: DEFAULT_OWNER_LIMITS). */
+  ownerLimits?: OwnerLimits;
   /** BODY_LIMIT_BYTES: the largest form body read (default 64 KiB). */
   bodyLimitBytes?: number;
   /**
@@ -218,7 +221,7 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
 
   app.get('/funding', async (c) => {
     const balanceOf = deps.balanceOf ?? (() => Promise.reject(new Error('no chain')));
-    const data = await loadFunding(deps.db, user(c), balanceOf, deps.balanceTimeoutMs ?? 1500);
+    const data = await loadFunding(deps.db, user(c), balanceOf, deps.balanceTimeoutMs ?? 1500, deps.ownerLimits ?? DEFAULT_OWNER_LIMITS);
     return page(c, 'Funding', '/dashboard/funding', <FundingPage user={user(c)} data={data} cluster={deps.explorerCluster} />);
   });
 

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { signIn } from '../dashboard/support.js';
 import { serveOnPort, type ServedService } from '../reliability/support/server.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -88,6 +89,29 @@ describe('PUT /api/owners/{owner}/bounds', () => {
     const globexDelivery = (await call('GET', `/api/launches/${globexLaunch}/deliveries`, globex)).body.deliveries[0].id as string;
     expect((await call('POST', `/api/deliveries/${globexDelivery}/redeliver`, globex)).status).toBe(202);
     expect((await call('POST', `/api/deliveries/${globexDelivery}/redeliver`, globex)).body.error.details).toEqual({ limit: 'MAX_REDELIVERIES_PER_DELIVERY', max: 1 });
+  });
+
+  it('shows each owner’s bounds on the dashboard’s funding page, an override marked as set for that owner', async () => {
+    const s = await start({ MAX_LAUNCHES_IN_FLIGHT_PER_OWNER: '7' });
+    const admin = await s.key('ops', ['admin']);
+    const acme = await s.key('acme', ['launches:read', 'launches:write']);
+    const globex = await s.key('globex', ['launches:read', 'launches:write']);
+    // Each owner's funding wallet (the page shows one card per wallet).
+    for (const key of [acme, globex]) expect((await call('GET', '/api/funding', key)).status).toBe(200);
+    expect((await call('PUT', '/api/owners/acme/bounds', admin, { endpoints: 25, redeliveries: 0 })).status).toBe(200);
+
+    const { cookie } = await signIn(s, admin);
+    const html = await (await http!.send('GET', '/dashboard/funding', { headers: { cookie } })).text;
+    const bound = (owner: string, name: string) => {
+      const card = html.slice(html.indexOf(`data-owner="${owner}"`));
+      const match = new RegExp(`data-bound="${name}" data-source="(\\w+)">(\\d+)`).exec(card);
+      return match ? { source: match[1], value: Number(match[2]) } : undefined;
+    };
+    expect(bound('acme', 'endpoints')).toEqual({ source: 'override', value: 25 });
+    expect(bound('acme', 'launchesInFlight')).toEqual({ source: 'default', value: 7 });
+    expect(bound('acme', 'redeliveries')).toEqual({ source: 'override', value: 0 });
+    expect(bound('globex', 'endpoints')).toEqual({ source: 'default', value: 20 });
+    expect(bound('globex', 'redeliveries')).toEqual({ source: 'default', value: 20 });
   });
 
   it('answers 403 to keys without admin and writes nothing', async () => {
