@@ -205,7 +205,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   const minutes = TABLE_STATS_REFRESH_MS / 60_000;
   new Gauge({
     name: `${p}table_rows`,
-    help: `Rows per table: an exact count on SQLite, PostgreSQL's estimate (its statistics' live rows) on PostgreSQL; computed in the background, at most ${minutes} minutes old`,
+    help: `Rows per table: an exact count on SQLite, PostgreSQL's estimate (its statistics' live rows) on PostgreSQL; computed in the background when scraped, at most every ${minutes} minutes; absent while a computation fails`,
     labelNames: ['table'],
     registers: [registry],
     collect() {
@@ -215,7 +215,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   });
   new Gauge({
     name: `${p}table_bytes`,
-    help: `Bytes per table with its indexes (SQLite: its dbstat pages; PostgreSQL: pg_total_relation_size); computed in the background, at most ${minutes} minutes old`,
+    help: `Bytes per table with its indexes (SQLite: its dbstat pages; PostgreSQL: pg_total_relation_size); computed in the background when scraped, at most every ${minutes} minutes; absent while a computation fails`,
     labelNames: ['table'],
     registers: [registry],
     collect() {

@@ -113,14 +113,17 @@ export interface TableSize {
 
 /**
  * Every table of the schema at once, from PostgreSQL's statistics (nothing is scanned): rows are
- * `n_live_tup`, kept current by every commit (within seconds), or `reltuples` from the last VACUUM
- * or ANALYZE where the statistics were reset (a crash restart resets them); bytes
+ * `n_live_tup`, kept current by every commit (within seconds), zero for a table emptied since its
+ * last ANALYZE; `reltuples` from the last VACUUM or ANALYZE only where the statistics hold nothing
+ * (reset, as a crash restart does); bytes
  * `pg_total_relation_size` (heap, indexes, TOAST).
  */
 export async function postgresTableSizes(db: Db): Promise<TableSize[]> {
   const { rows } = await sql<{ table: string; rows: number; bytes: number }>`
     select c.relname as "table",
-      case when coalesce(s.n_live_tup, 0) > 0 then s.n_live_tup else greatest(c.reltuples, 0) end::bigint as rows,
+      case when s.n_live_tup is null or (s.n_live_tup = 0 and s.n_dead_tup = 0 and s.n_tup_ins = 0 and s.n_tup_del = 0
+          and s.last_analyze is null and s.last_autoanalyze is null and s.last_vacuum is null and s.last_autovacuum is null)
+        then greatest(c.reltuples, 0) else s.n_live_tup end::bigint as rows,
       pg_total_relation_size(c.oid) as bytes
     from pg_class c
     join pg_namespace n on n.oid = c.relnamespace

@@ -15,7 +15,10 @@ export type { TableSize } from './sources.js';
  * and the dispatcher); on PostgreSQL from one query of the statistics (an estimate of rows).
  */
 export interface TableStats {
-  /** The last figures (undefined before the first computation ends); starts a refresh when they are stale. */
+  /**
+   * The last figures (undefined before the first computation ends, and after one failed: no figures
+   * rather than old ones shown as current); starts a refresh when they are stale.
+   */
   read(): readonly TableSize[] | undefined;
   /** Computes the figures now and waits for them (tests; a scrape never does). */
   refresh(): Promise<void>;
@@ -82,11 +85,15 @@ export function createTableStats(deps: { db: Db; clock: Clock; sqlitePath?: stri
   }
 
   function refresh(): Promise<void> {
+    if (closed) return Promise.resolve();
     running ??= (async () => {
       startedAt = deps.clock.now();
       try {
         const sizes = await compute();
         if (!closed) last = sizes;
+      } catch (error) {
+        last = undefined;
+        throw error;
       } finally {
         running = undefined;
       }
@@ -98,7 +105,7 @@ export function createTableStats(deps: { db: Db; clock: Clock; sqlitePath?: stri
     read() {
       const now = deps.clock.now();
       if (!closed && running === undefined && (startedAt === undefined || now - startedAt >= refreshMs)) {
-        // A failed computation keeps the previous figures and is tried again after the interval.
+        // A failed computation clears the figures and is tried again after the interval.
         refresh().catch((error: unknown) => deps.onError?.(error));
       }
       return last;

@@ -1,8 +1,12 @@
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/db/database.js';
+import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { parsePrometheusText, type Sample } from '../../src/metrics/parseText.js';
+import { createTableStats, TABLE_STATS_REFRESH_MS } from '../../src/metrics/tableStats.js';
 import { serveOnPort, type ServedService } from '../reliability/support/server.js';
 import { onPostgres } from '../support/database.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -149,5 +153,65 @@ describe('rows and bytes per table on /metrics', () => {
     expect((await scrape()).deliveries).toEqual(first);
     await t.service.metrics.refreshTableStats();
     expect((await scrape()).deliveries?.rows).toBe(12);
+  });
+});
+
+describe('table figures that cannot be trusted', () => {
+  let t: TestService | undefined;
+  let http: ServedService | undefined;
+  afterEach(async () => {
+    await http?.close();
+    await t?.close();
+    http = t = undefined;
+  });
+
+  it('shows 0 rows for a table emptied since its last ANALYZE (not the row count of that ANALYZE)', async () => {
+    t = await startTestService({ clock: manualClock(Date.UTC(2026, 0, 1)) });
+    http = await serveOnPort(t);
+    const db = t.service.db;
+    await settledHistory(db, Date.UTC(2026, 0, 1), 10);
+    // The inserts' counts reach the statistics before the ANALYZE, so its count is the last word on them.
+    await statisticsCaughtUp(db, 'delivery_attempts');
+    if (onPostgres) await sql`analyze delivery_attempts`.execute(db);
+    await db.deleteFrom('delivery_attempts').execute();
+    await statisticsCaughtUp(db, 'delivery_attempts');
+    await t.service.metrics.refreshTableStats();
+    const res = await http.send('GET', '/metrics');
+    expect(res.status).toBe(200);
+    expect(figures(parsePrometheusText(res.text)).delivery_attempts?.rows).toBe(0);
+  });
+});
+
+describe('a table-size computation that fails', () => {
+  it('clears the figures instead of showing the last ones as current, and shows new ones once it succeeds', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'table-stats-'));
+    const file = join(dir, 'stats.sqlite');
+    // No background checkpointer: its own connection, opened by path, would make a new empty file where this one was moved from.
+    const opened = openDatabase(file, { backgroundCheckpoint: false });
+    try {
+      await migrateToLatest(opened.db);
+      const clock = manualClock(Date.UTC(2026, 0, 1));
+      const errors: unknown[] = [];
+      const stats = createTableStats({ db: opened.db, clock, sqlitePath: file, onError: (e) => errors.push(e) });
+      await stats.refresh();
+      expect(stats.read()?.some((s) => s.table === 'deliveries')).toBe(true);
+
+      // The worker opens the path read-only and must find it: moved away, the computation fails.
+      renameSync(file, `${file}.moved`);
+      clock.advance(TABLE_STATS_REFRESH_MS);
+      stats.read();
+      await expect(stats.refresh()).rejects.toThrow();
+      expect(stats.read()).toBeUndefined();
+      expect(errors.length).toBeGreaterThan(0);
+
+      renameSync(`${file}.moved`, file);
+      clock.advance(TABLE_STATS_REFRESH_MS);
+      await stats.refresh();
+      expect(stats.read()?.some((s) => s.table === 'deliveries')).toBe(true);
+      await stats.close();
+    } finally {
+      await opened.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
