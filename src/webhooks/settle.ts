@@ -69,7 +69,8 @@ export async function settleAttemptsIn(trx: Tx, inputs: readonly SettleInput[]):
   return results;
 }
 
-function attemptRow(input: SettleInput): Omit<AttemptRow, 'id'> {
+/** The attempt log row of a settled attempt. */
+export function attemptRow(input: SettleInput): Omit<AttemptRow, 'id'> {
   const { outcome } = input;
   return {
     delivery_id: input.delivery.id,

@@ -1,7 +1,10 @@
 import type { Db } from '../db/database.js';
-import { settleAttempt, settleAttemptsIn, type SettleInput, type SettleResult } from './settle.js';
-import type { ClaimArgs } from './sql/claimDeliveries.js';
-import { claimDeliveryWork, type ClaimedDelivery } from './sql/claimWork.js';
+import { isPostgres } from '../db/dialect.js';
+import { execSql } from '../db/sqlText.js';
+import { newSortableId } from '../lib/ids.js';
+import { attemptRow, settleAttempt, settleAttemptsIn, type SettleInput, type SettleResult } from './settle.js';
+import { CLAIM_PARAMS_PG, claimFunctionParams, type ClaimArgs, type ClaimedRowPg } from './sql/claimDeliveries.js';
+import { claimDeliveryWork, claimedOfRows, type ClaimedDelivery } from './sql/claimWork.js';
 import { failSpentDeliveriesIn, type SpentArgs, type SpentDelivery } from './sql/failSpentDeliveries.js';
 import { leaseOffered, type LeaseOfferedArgs } from './sql/leaseOffered.js';
 
@@ -43,6 +46,7 @@ export interface SettleAndClaimOutput {
 export async function settleAndClaim(db: Db, input: SettleAndClaimInput): Promise<SettleAndClaimOutput> {
   const claims = input.claims ?? [];
   try {
+    if (isPostgres(db) && oneRoundTrip(input, claims)) return await settleAndClaimPg(db, input.settles, claims[0]);
     return await db.transaction().execute(async (trx) => {
       const results = input.settles.length > 0 ? await settleAttemptsIn(trx, input.settles) : [];
       const offered = input.offers ? await leaseOffered(trx, input.offers) : { claimed: [], left: 0 };
@@ -63,6 +67,42 @@ export async function settleAndClaim(db: Db, input: SettleAndClaimInput): Promis
     return { results, spent: [], claimed: claims.map(() => []), adopted: [], offersLeft: 0, error };
   }
 }
+
+/**
+ * PostgreSQL, a turn whose finished attempts all succeeded (most turns), with no offers, no spent
+ * deliveries to fail and at most the ordinary claim: the settles and the claim in one statement,
+ * `settle_and_claim_webhook_deliveries` (migration 024), which does what settleAttemptsIn and
+ * claimDeliveryWork do in one transaction. Other turns take the transaction below.
+ */
+function oneRoundTrip(input: SettleAndClaimInput, claims: readonly ClaimArgs[]): boolean {
+  if (input.offers || input.failSpent || claims.length > 1 || claims[0]?.onlyEndpoint !== undefined) return false;
+  const ids = new Set<string>();
+  for (const settle of input.settles) {
+    if (!settle.outcome.ok || ids.has(settle.delivery.id)) return false;
+    ids.add(settle.delivery.id);
+  }
+  return true;
+}
+
+type TurnRow = ClaimedRowPg & { delivered: string[]; canceled: string[] };
+
+async function settleAndClaimPg(db: Db, settles: readonly SettleInput[], claim: ClaimArgs | undefined): Promise<SettleAndClaimOutput> {
+  const s: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], [], [], []];
+  for (const input of settles) {
+    const row = attemptRow(input);
+    const values = [input.delivery.id, input.owner, input.delivery.lease_token, row.status_code, input.now, input.endpointId ?? null, newSortableId('att'), row.attempt, row.started_at, row.duration_ms, row.outcome, row.error_class, row.error_message, row.response_body];
+    values.forEach((v, i) => s[i]!.push(v));
+  }
+  const noClaim: ClaimArgs = { owner: '', now: 0, leaseMs: 0, limit: 0, perHostCap: 0, excludeEndpoints: [], maxAttempts: 0 };
+  const { rows } = await execSql<TurnRow>(db, TURN_PG, [...s, ...claimFunctionParams(claim ?? noClaim)]);
+  const delivered = new Set(rows[0]?.delivered ?? []);
+  const canceled = new Set(rows[0]?.canceled ?? []);
+  const results = settles.map((input): SettleResult => (delivered.has(input.delivery.id) ? 'delivered' : canceled.has(input.delivery.id) ? 'canceled' : 'lease_lost'));
+  return { results, spent: [], claimed: claim ? [claimedOfRows(rows, claim)] : [], adopted: [], offersLeft: 0 };
+}
+
+const TURN_PG = `select * from settle_and_claim_webhook_deliveries(?::text[], ?::text[], ?::integer[], ?::integer[], ?::bigint[], ?::text[],
+    ?::text[], ?::integer[], ?::bigint[], ?::integer[], ?::text[], ?::text[], ?::text[], ?::text[], ${CLAIM_PARAMS_PG})`;
 
 function toError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));

@@ -18,6 +18,8 @@ import * as m035 from './035_step_waiting.js';
 import * as m020 from './020_funding.js';
 import * as m021 from './021_owner_events.js';
 import * as m022 from './022_delivery_owner_lanes.js';
+import * as m023 from './023_claim_function.js';
+import * as m024 from './024_settle_and_claim_function.js';
 import * as m026 from './026_rowid_after_xid.js';
 import * as m028 from './028_owner_bounds.js';
 
@@ -42,6 +44,8 @@ export const migrations: Record<string, Migration> = {
   '020_funding': m020,
   '021_owner_events': m021,
   '022_delivery_owner_lanes': m022,
+  '023_claim_function': m023,
+  '024_settle_and_claim_function': m024,
   '026_rowid_after_xid': m026,
   '028_owner_bounds': m028,
 };

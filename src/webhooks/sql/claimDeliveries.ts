@@ -50,13 +50,15 @@ export interface ClaimArgs {
  * host and endpoint from a partial index (migration 022). `shareSlots` then hands the free slots out
  * one at a time: to the owner holding the fewest, within it to the endpoint given the fewest, never
  * past an owner's, endpoint's or host's cap. Each lane given slots has its earliest due deliveries
- * leased in index order (SQLite: a small read per lane, then each leased by id; PostgreSQL: one
- * statement over every lane). Run inside a write transaction (SQLite: the dispatcher's own;
- * PostgreSQL: under the claim lock), so the lease counts read first still hold at the update.
+ * leased in index order (SQLite: a small read per lane, then each leased by id). Run inside a write
+ * transaction (SQLite: the dispatcher's own; PostgreSQL: under the claim lock), so the lease counts
+ * read first still hold at the update. On PostgreSQL the ordinary claim (not a half-open trial) is
+ * all of this in one function call, {@link claimWithFunctionPg}.
  */
 export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
   if (args.limit <= 0) return [];
   if (!isPostgres(db)) return claimIn(db, args);
+  if (args.onlyEndpoint === undefined) return (await claimWithFunctionPg(db, args)).map(deliveryRowOf);
   // PostgreSQL, several instances: the per-host cap counts every instance's live leases, which two
   // claims running at once would not see of each other. Claims therefore take turns on one
   // transaction-scoped advisory lock (held from the claim to its commit, a few ms), so each sees
@@ -71,7 +73,80 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
   });
 }
 
-/** Any constant both sides agree on: the key of the delivery-claim advisory lock. */
+/** A row the PostgreSQL claim function returns: the leased delivery and what its attempt needs (null where its event or launch is gone). */
+export type ClaimedRowPg = DeliveryRow & {
+  ctx_owner: string | null;
+  ctx_event_id: string | null;
+  event: string | null;
+  sequence: number | null;
+  body: string | null;
+  request_id: string | null;
+  webhook_secret_enc: string | null;
+  secret_enc: string | null;
+  signature_scheme: 'service' | 'standard' | null;
+  previous_secret_enc: string | null;
+  previous_secret_expires_at: number | null;
+};
+
+/**
+ * PostgreSQL's ordinary claim in one round trip: `claim_webhook_deliveries` (migration 023) takes the
+ * claim lock, counts the live leases, walks the lanes, shares the slots as {@link shareSlots} does,
+ * leases the lanes' earliest due deliveries (`FOR UPDATE SKIP LOCKED`) and returns them with their
+ * event, owner and sealed secrets, in due, creation and event order. Not for half-open trials.
+ */
+export async function claimWithFunctionPg(db: DbOrTx, args: ClaimArgs): Promise<ClaimedRowPg[]> {
+  if (args.limit <= 0) return [];
+  return (await execSql<ClaimedRowPg>(db, CLAIM_FUNCTION_PG, claimFunctionParams(args))).rows;
+}
+
+/** The claim function's parameters, in its order (also the last of settle_and_claim_webhook_deliveries', migration 024). */
+export function claimFunctionParams(args: ClaimArgs): unknown[] {
+  const perEndpointCap = args.perEndpointCap ?? args.perHostCap;
+  const cappedEndpoints: string[] = [];
+  const endpointCaps: number[] = [];
+  for (const [endpoint, cap] of args.endpointCaps ?? []) {
+    cappedEndpoints.push(endpoint);
+    endpointCaps.push(cap);
+  }
+  const heldOwners: string[] = [];
+  const heldCounts: number[] = [];
+  for (const [owner, n] of args.ownerHeld ?? []) {
+    heldOwners.push(owner);
+    heldCounts.push(n);
+  }
+  const ownerCap = args.perOwnerCap === undefined || !Number.isFinite(args.perOwnerCap) ? null : args.perOwnerCap;
+  return [args.owner, args.now, args.leaseMs, args.limit, args.maxAttempts, args.perHostCap, perEndpointCap, cappedEndpoints, endpointCaps, ownerCap, heldOwners, heldCounts, args.excludeEndpoints, args.onlyHost ?? null, args.running ?? []];
+}
+
+/** The claim function's parameters as placeholders. */
+export const CLAIM_PARAMS_PG = '?, ?, ?, ?, ?, ?, ?, ?::text[], ?::integer[], ?, ?::text[], ?::integer[], ?::text[], ?, ?::text[]';
+const CLAIM_FUNCTION_PG = `select * from claim_webhook_deliveries(${CLAIM_PARAMS_PG})`;
+
+function deliveryRowOf(row: ClaimedRowPg): DeliveryRow {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    launch_id: row.launch_id,
+    url: row.url,
+    host: row.host,
+    endpoint: row.endpoint,
+    status: row.status,
+    attempt_count: row.attempt_count,
+    next_attempt_at: row.next_attempt_at,
+    lease_owner: row.lease_owner,
+    lease_expires_at: row.lease_expires_at,
+    lease_token: row.lease_token,
+    last_error: row.last_error,
+    last_status_code: row.last_status_code,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    completed_at: row.completed_at,
+    endpoint_id: row.endpoint_id,
+    owner: row.owner,
+  };
+}
+
+/** Any constant both sides agree on (and migration 023's function): the key of the delivery-claim advisory lock. */
 const CLAIM_LOCK_KEY = 0x64_6c_76_63; // 'dlvc'
 
 async function lockClaims(trx: DbOrTx): Promise<void> {
@@ -101,6 +176,7 @@ async function claimIn(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
     if (hostFree(host) <= 0) return [];
     return claimTrial(db, pg, args, args.onlyEndpoint);
   }
+  if (pg) throw new Error('the ordinary claim on PostgreSQL is claimWithFunctionPg');
   // Lanes with pending work: due (a failing receiver's retries waiting out their backoff have
   // nothing to claim) and behind a closed breaker.
   const { rows: found } = await execSql<{ endpoint: string; owner: string; due_at: number | null }>(db, LANES_TEXT, []);
@@ -122,7 +198,7 @@ async function claimIn(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
     perOwnerCap: args.perOwnerCap ?? Infinity,
   });
   if (shares.size === 0) return [];
-  const rows = pg ? await claimLanesPg(db, args, shares) : await claimLanesSqlite(db, args, shares);
+  const rows = await claimLanesSqlite(db, args, shares);
   return rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.created_at - b.created_at);
 }
 
@@ -190,37 +266,6 @@ function text(key: string, build: () => string): string {
 
 const SET_LEASE_PG = `set lease_owner = ?, lease_expires_at = ${LEASE_NOW_PG} + ?, attempt_count = attempt_count + 1,
       lease_token = lease_token + 1, updated_at = ?`;
-
-/**
- * PostgreSQL: every lane's earliest due deliveries, up to its share, in one `UPDATE … WHERE id IN
- * (…) RETURNING *`; the lanes come as arrays, each lane's candidates locked where they are picked
- * (`FOR UPDATE SKIP LOCKED`), so concurrent claimers skip them instead of waiting or taking them twice.
- */
-async function claimLanesPg(db: DbOrTx, args: ClaimArgs, shares: Map<Lane, number>): Promise<DeliveryRow[]> {
-  const running = args.running?.length ?? 0;
-  const t = text(`pg:lanes:${running}`, () => `
-    update deliveries
-    ${SET_LEASE_PG}
-    where id in (
-      select c.id from unnest(?::text[], ?::text[], ?::int[]) as l(endpoint, owner, n)
-      cross join lateral (
-        select y.id from deliveries y
-        where y.endpoint = l.endpoint and y.owner = l.owner and ${dueText(true, running)}
-        order by y.next_attempt_at
-        limit l.n
-        for update of y skip locked) c)
-    returning *`);
-  const endpoints: string[] = [];
-  const owners: string[] = [];
-  const counts: number[] = [];
-  for (const [lane, n] of shares) {
-    endpoints.push(lane.endpoint);
-    owners.push(lane.owner);
-    counts.push(n);
-  }
-  const params: unknown[] = [args.owner, args.leaseMs, args.now, endpoints, owners, counts, ...dueParams(true, args)];
-  return (await execSql<DeliveryRow>(db, t, params)).rows;
-}
 
 /**
  * SQLite: each lane's earliest due deliveries read in index order, then each leased by its id with

@@ -1,6 +1,7 @@
 import type { DbOrTx } from '../../db/database.js';
-import { claimDueDeliveries, type ClaimArgs } from './claimDeliveries.js';
-import { loadDeliveryContexts, type DeliveryContext } from './deliveryQueries.js';
+import { isPostgres } from '../../db/dialect.js';
+import { claimDueDeliveries, claimWithFunctionPg, type ClaimArgs, type ClaimedRowPg } from './claimDeliveries.js';
+import { contextOf, loadDeliveryContexts, type DeliveryContext } from './deliveryQueries.js';
 
 /** A claimed delivery with everything its attempt needs: no further read before it is sent. */
 export interface ClaimedDelivery {
@@ -31,6 +32,7 @@ export type DeliveryOffer = Omit<ClaimedDelivery, 'attempt' | 'token' | 'leaseEx
  * the foreign keys) is left leased, to be failed once its attempts are spent.
  */
 export async function claimDeliveryWork(db: DbOrTx, args: ClaimArgs): Promise<ClaimedDelivery[]> {
+  if (args.onlyEndpoint === undefined && isPostgres(db)) return claimWorkPg(db, args);
   const rows = await claimDueDeliveries(db, args);
   if (rows.length === 0) return [];
   const contexts = await loadDeliveryContexts(
@@ -56,6 +58,34 @@ export async function claimDeliveryWork(db: DbOrTx, args: ClaimArgs): Promise<Cl
       token: row.lease_token,
       // On the caller's lease clock: on PostgreSQL the row's deadline is on the database's clock
       // (src/db/dialect.ts), which this process's clock need not agree with; on SQLite the two are equal.
+      leaseExpiresAt: args.now + args.leaseMs,
+      ctx,
+    });
+  }
+  return claimed;
+}
+
+/** PostgreSQL: the claim and the read of what the attempts need in one round trip (claimWithFunctionPg), in the order it returns them. */
+async function claimWorkPg(db: DbOrTx, args: ClaimArgs): Promise<ClaimedDelivery[]> {
+  return claimedOfRows(await claimWithFunctionPg(db, args), args);
+}
+
+/** The claimed deliveries of PostgreSQL claim function rows (a row without its event or launch is left leased, as in claimDeliveryWork). */
+export function claimedOfRows(rows: readonly ClaimedRowPg[], args: ClaimArgs): ClaimedDelivery[] {
+  const claimed: ClaimedDelivery[] = [];
+  for (const row of rows) {
+    if (row.id === null || row.ctx_event_id === null || row.event === null || row.body === null || row.sequence === null) continue;
+    const ctx = contextOf({ ...row, owner: row.ctx_owner, event_id: row.ctx_event_id, event: row.event, body: row.body, sequence: row.sequence });
+    if (!ctx) continue;
+    claimed.push({
+      id: row.id,
+      launchId: row.launch_id,
+      eventId: row.event_id,
+      url: row.url,
+      host: row.host,
+      endpoint: row.endpoint,
+      attempt: row.attempt_count,
+      token: row.lease_token,
       leaseExpiresAt: args.now + args.leaseMs,
       ctx,
     });

@@ -22,7 +22,7 @@ export interface DeliveryContext {
   previousSecretExpiresAt: number | null;
 }
 
-interface ContextRow {
+export interface ContextRow {
   id: string;
   launch_id: string;
   endpoint_id: string | null;
@@ -71,27 +71,32 @@ export async function loadDeliveryContexts(db: DbOrTx, deliveryIds: readonly str
   if (deliveryIds.length === 0) return out;
   const { rows } = await execSql<ContextRow>(db, contextsText(deliveryIds.length), deliveryIds);
   for (const row of rows) {
-    // A delivery of a launch that is gone has nothing to sign with: left leased, failed once its attempts are spent.
-    if (row.owner === null) continue;
-    const endpoint = row.endpoint_id !== null && row.secret_enc !== null;
-    out.set(row.id, {
-      deliveryId: row.id,
-      launchId: row.launch_id,
-      owner: row.owner,
-      eventId: row.event_id,
-      event: row.event,
-      sequence: Number(row.sequence),
-      body: row.body,
-      requestId: row.request_id,
-      // A deleted endpoint's delivery has no secret to sign with (the attempt fails as secret_unavailable).
-      secretSealed: row.endpoint_id === null ? (row.webhook_secret_enc ?? '') : (row.secret_enc ?? ''),
-      endpointId: endpoint ? row.endpoint_id : null,
-      scheme: endpoint ? (row.signature_scheme ?? 'service') : 'service',
-      previousSecretSealed: endpoint ? row.previous_secret_enc : null,
-      previousSecretExpiresAt: endpoint && row.previous_secret_expires_at !== null ? Number(row.previous_secret_expires_at) : null,
-    });
+    const ctx = contextOf(row);
+    if (ctx) out.set(row.id, ctx);
   }
   return out;
+}
+
+/** What an attempt of the row's delivery needs; undefined for a delivery of a launch that is gone (nothing to sign with: left leased, failed once its attempts are spent). */
+export function contextOf(row: ContextRow): DeliveryContext | undefined {
+  if (row.owner === null) return undefined;
+  const endpoint = row.endpoint_id !== null && row.secret_enc !== null;
+  return {
+    deliveryId: row.id,
+    launchId: row.launch_id,
+    owner: row.owner,
+    eventId: row.event_id,
+    event: row.event,
+    sequence: Number(row.sequence),
+    body: row.body,
+    requestId: row.request_id,
+    // A deleted endpoint's delivery has no secret to sign with (the attempt fails as secret_unavailable).
+    secretSealed: row.endpoint_id === null ? (row.webhook_secret_enc ?? '') : (row.secret_enc ?? ''),
+    endpointId: endpoint ? row.endpoint_id : null,
+    scheme: endpoint ? (row.signature_scheme ?? 'service') : 'service',
+    previousSecretSealed: endpoint ? row.previous_secret_enc : null,
+    previousSecretExpiresAt: endpoint && row.previous_secret_expires_at !== null ? Number(row.previous_secret_expires_at) : null,
+  };
 }
 
 const deliveryColumns = [
