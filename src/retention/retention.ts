@@ -9,6 +9,8 @@ import {
   sweepExpiredSessions,
   sweepRateLimitWindows,
   sweepSettledEvents,
+  SKIPPED,
+  type SweepResult,
 } from './sweeps.js';
 
 /** Rows deleted by one round of batches, by what they were. */
@@ -26,10 +28,16 @@ export interface Retention {
   stop(): Promise<void>;
   /**
    * One batch of each kind, then (SQLite, once rows were deleted) one step of giving free pages back;
-   * `more` when a batch was full or free pages are left to give back (another round has work).
+   * `more` when a batch was full or free pages are left to give back (another round has work);
+   * `skipped` when another instance held the sweep lock for some kind (PostgreSQL): its rows are
+   * that instance's to delete this round, and were not looked at here.
    */
-  runOnce(): Promise<{ deleted: RetentionRound; freedPages: number; more: boolean }>;
-  /** Rounds until nothing past retention is left and the freed space is given back; the total deleted. */
+  runOnce(): Promise<{ deleted: RetentionRound; freedPages: number; more: boolean; skipped: boolean }>;
+  /**
+   * Rounds until nothing past retention is left and the freed space is given back; the total
+   * deleted. A round that found the lock held is tried again, so a drain beside another instance's
+   * sweep ends only once a round of its own found nothing more.
+   */
   drain(): Promise<RetentionRound>;
 }
 
@@ -84,18 +92,23 @@ export function createRetention(options: RetentionOptions): Retention {
     return { freed, more: false };
   }
 
-  async function runOnce(): Promise<{ deleted: RetentionRound; freedPages: number; more: boolean }> {
+  async function runOnce(): Promise<{ deleted: RetentionRound; freedPages: number; more: boolean; skipped: boolean }> {
     const cutoff = clock.now() - options.retentionMs;
     const args = { cutoff, limit };
+    let skipped = false;
+    const counted = (result: SweepResult): number => {
+      if (result === SKIPPED) skipped = true;
+      return result ?? 0;
+    };
     // Dead letters first: a closed one is what lets its event go.
     const deleted: RetentionRound = {
-      deadLetters: await sweepClosedDeadLetters(db, args),
-      events: await sweepSettledEvents(db, args),
-      watches: await sweepEndedWatches(db, args),
-      sessions: await sweepExpiredSessions(db, args),
-      rateLimitWindows: await sweepRateLimitWindows(db, args),
+      deadLetters: counted(await sweepClosedDeadLetters(db, args)),
+      events: counted(await sweepSettledEvents(db, args)),
+      watches: counted(await sweepEndedWatches(db, args)),
+      sessions: counted(await sweepExpiredSessions(db, args)),
+      rateLimitWindows: counted(await sweepRateLimitWindows(db, args)),
       launches:
-        options.launchRetentionMs === undefined ? 0 : await sweepEndedLaunches(db, { cutoff: clock.now() - options.launchRetentionMs, limit }),
+        options.launchRetentionMs === undefined ? 0 : counted(await sweepEndedLaunches(db, { cutoff: clock.now() - options.launchRetentionMs, limit })),
     };
     const full = Object.values(deleted).some((n) => n >= limit);
     if (Object.values(deleted).some((n) => n > 0)) {
@@ -103,7 +116,7 @@ export function createRetention(options: RetentionOptions): Retention {
       vacuum ??= { freed: 0 };
     }
     const reclaimed = await reclaimStep();
-    return { deleted, freedPages: reclaimed.freed, more: full || reclaimed.more };
+    return { deleted, freedPages: reclaimed.freed, more: full || reclaimed.more, skipped };
   }
 
   const loop = createPollLoop({
@@ -124,9 +137,11 @@ export function createRetention(options: RetentionOptions): Retention {
     async drain() {
       const total: RetentionRound = { deadLetters: 0, events: 0, watches: 0, sessions: 0, rateLimitWindows: 0, launches: 0 };
       for (;;) {
-        const { deleted, more } = await runOnce();
+        const { deleted, more, skipped } = await runOnce();
         for (const key of Object.keys(total) as (keyof RetentionRound)[]) total[key] += deleted[key];
-        if (!more) return total;
+        if (!more && !skipped) return total;
+        // Another instance's sweep holds the lock for a moment: its batch, then ours.
+        if (skipped && !more) await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
   };

@@ -24,7 +24,7 @@ const UNSETTLED = ['pending', 'paused'] as const;
 
 /**
  * One instance sweeps at a time on PostgreSQL (a transaction-scoped advisory lock, taken without
- * waiting: an instance that finds it held skips its turn); on SQLite one process owns the file.
+ * waiting: an instance that finds it held skips that sweep, and says so); on SQLite one process owns the file.
  */
 const SWEEP_LOCK = 31_031_031;
 
@@ -34,12 +34,16 @@ async function takeSweepLock(trx: Tx): Promise<boolean> {
   return row.rows[0]?.locked === true;
 }
 
-function inTransaction(db: Db, run: (trx: Tx) => Promise<number>): Promise<number> {
-  return db.transaction().execute(async (trx) => ((await takeSweepLock(trx)) ? run(trx) : 0));
+/** What a sweep deleted, or {@link SKIPPED} when another instance holds the sweep lock. */
+export type SweepResult = number | typeof SKIPPED;
+export const SKIPPED = null;
+
+function inTransaction(db: Db, run: (trx: Tx) => Promise<number>): Promise<SweepResult> {
+  return db.transaction().execute(async (trx) => ((await takeSweepLock(trx)) ? run(trx) : SKIPPED));
 }
 
 /** Dead letters retried or resolved before `cutoff`. */
-export function sweepClosedDeadLetters(db: Db, args: { cutoff: number; limit: number }): Promise<number> {
+export function sweepClosedDeadLetters(db: Db, args: { cutoff: number; limit: number }): Promise<SweepResult> {
   return inTransaction(db, async (trx) => {
     const ids = await trx
       .selectFrom('dead_letters')
@@ -65,7 +69,7 @@ export function sweepClosedDeadLetters(db: Db, args: { cutoff: number; limit: nu
  * attempts. On PostgreSQL the events are locked first, so a redelivery cannot attach a new delivery
  * to one between the check and the delete.
  */
-export function sweepSettledEvents(db: Db, args: { cutoff: number; limit: number }): Promise<number> {
+export function sweepSettledEvents(db: Db, args: { cutoff: number; limit: number }): Promise<SweepResult> {
   return inTransaction(db, async (trx) => {
     const { cutoff } = args;
     const rows = await trx
@@ -117,7 +121,7 @@ export function sweepSettledEvents(db: Db, args: { cutoff: number; limit: number
  * `limit` bounds the rows of every statement: a busy address's index is deleted over several
  * batches, its watch last.
  */
-export function sweepEndedWatches(db: Db, args: { cutoff: number; limit: number }): Promise<number> {
+export function sweepEndedWatches(db: Db, args: { cutoff: number; limit: number }): Promise<SweepResult> {
   return inTransaction(db, async (trx) => {
     const t = trx.withTables<SweptTables>();
     const watches = await t
@@ -157,7 +161,7 @@ export function sweepEndedWatches(db: Db, args: { cutoff: number; limit: number 
 }
 
 /** Dashboard sessions that expired before `cutoff`. */
-export function sweepExpiredSessions(db: Db, args: { cutoff: number; limit: number }): Promise<number> {
+export function sweepExpiredSessions(db: Db, args: { cutoff: number; limit: number }): Promise<SweepResult> {
   return inTransaction(db, async (trx) => {
     const r = await trx
       .deleteFrom('dashboard_sessions')
@@ -168,7 +172,7 @@ export function sweepExpiredSessions(db: Db, args: { cutoff: number; limit: numb
 }
 
 /** Rate-limit windows that started before `cutoff`. */
-export function sweepRateLimitWindows(db: Db, args: { cutoff: number; limit: number }): Promise<number> {
+export function sweepRateLimitWindows(db: Db, args: { cutoff: number; limit: number }): Promise<SweepResult> {
   return inTransaction(db, async (trx) => {
     const r = await trx
       .deleteFrom('rate_limit_windows')
@@ -184,7 +188,7 @@ export function sweepRateLimitWindows(db: Db, args: { cutoff: number; limit: num
  * swept tables — no event (so no delivery), no watch, no dead letter — with their steps and
  * idempotency keys. Only with `LAUNCH_RETENTION` set: launches are the customer's record.
  */
-export function sweepEndedLaunches(db: Db, args: { cutoff: number; limit: number }): Promise<number> {
+export function sweepEndedLaunches(db: Db, args: { cutoff: number; limit: number }): Promise<SweepResult> {
   return inTransaction(db, async (trx) => {
     const t = trx.withTables<SweptTables>();
     const rows = await t
