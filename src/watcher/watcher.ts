@@ -53,9 +53,9 @@ export interface ChainWatcherOptions {
   leaseMs?: number;
   /** Watches claimed per turn. */
   claimLimit?: number;
-  /** Signatures per history page (1..1000, `getSignaturesForAddress`'s `limit`); a pass holds one page at a time. */
+  /** Signatures per history page (1..1000, `getSignaturesForAddress`'s `limit`); a pass holds at most two pages (the newest and the current one). */
   pageLimit?: number;
-  /** Page edges a walk down a backlog keeps (past it, climbing back walks down again); a test knob. */
+  /** Page edges a walk down a backlog keeps (past it, climbing back walks down again from the newest page's edge); a test knob. */
   maxPageMarks?: number;
   /** Transactions committed together. */
   batchSize?: number;
@@ -82,7 +82,7 @@ export class ChainWatcher {
   private readonly loop: PollLoop;
   /** Chain reads made (history pages, transactions, accounts through handlers are not counted). */
   reads = 0;
-  /** The most history entries one pass held at once (one page at most). */
+  /** The most history entries one pass held at once (two pages at most: the newest, kept for last, and the current one). */
   heldPeak = 0;
   /** Transactions this watcher set aside as undecodable (each one a `watch` dead letter). */
   undecodable = 0;
@@ -132,9 +132,11 @@ export class ChainWatcher {
     let recorded = 0;
     await this.applyWakeUps();
     for (;;) {
-      const claimed = await claimDueWatches(db, { owner: this.id, now: clock.now(), leaseMs, limit: claimLimit });
+      // Watches claimed together are processed one after another: each one's lease runs from this claim.
+      const claimedAt = clock.now();
+      const claimed = await claimDueWatches(db, { owner: this.id, now: claimedAt, leaseMs, limit: claimLimit });
       if (claimed.length === 0) return recorded;
-      for (const watch of claimed) recorded += await this.processSafely(watch);
+      for (const watch of claimed) recorded += await this.processSafely(watch, claimedAt);
       if (claimed.length < claimLimit) return recorded;
     }
   }
@@ -147,12 +149,12 @@ export class ChainWatcher {
     await wakeWatches(db, addresses, clock.now());
   }
 
-  private async processSafely(watch: WatchRow): Promise<number> {
+  private async processSafely(watch: WatchRow, claimedAt: number): Promise<number> {
     const logger = this.options.logger.child({ watchId: watch.id, launchId: watch.launch_id, kind: watch.kind });
     // What was committed before a failure part way through a backlog stays committed (and is announced).
     const tally = { recorded: 0 };
     try {
-      await this.process(watch, tally);
+      await this.process(watch, claimedAt, tally);
     } catch (error) {
       if (error instanceof WatchFencedError) {
         logger.warn('watch lease lost to another watcher; leaving it');
@@ -177,7 +179,7 @@ export class ChainWatcher {
     return { intervalMs, nextCheckAt: Math.min(nextCheckAt, Number(watch.ends_at)) };
   }
 
-  private async process(watch: WatchRow, tally: { recorded: number }): Promise<void> {
+  private async process(watch: WatchRow, claimedAt: number, tally: { recorded: number }): Promise<void> {
     const { db, clock, chain, handlers } = this.options;
     const handler = handlers[watch.kind];
     const now = clock.now();
@@ -196,7 +198,8 @@ export class ChainWatcher {
     // History first: a claim before the cliff check must not be reported after it. The history is
     // read a page at a time, oldest page first (docs/architecture.md, The chain watcher): each
     // batch's commit moves the cursor, so a pass that stops part way resumes at the next page.
-    const walk: HistoryWalk = { marks: [], next: undefined, lastRenewal: now };
+    // The lease was taken at the claim, maybe long before this watch's turn came: renewals count from there.
+    const walk: HistoryWalk = { marks: [], next: undefined, newest: undefined, lastRenewal: claimedAt };
     let cursor = watch.cursor;
     let activity = false;
     let settled = false;
@@ -322,15 +325,15 @@ export class ChainWatcher {
 
   /**
    * The next page of the address's history after `cursor`, oldest first, and whether it is the top
-   * (the newest history: the pass ends with it). `getSignaturesForAddress` answers newest first, at
+   * (the newest page: the pass ends with it). `getSignaturesForAddress` answers newest first, at
    * most `pageLimit` entries strictly between `until` and `before`, so the oldest page is found by
    * walking down from the newest in pages (`before` = the oldest entry of the page above, `until` =
-   * the cursor) until a page holds the whole rest of the range; only each page's lowest signature is
-   * kept on the way down (`walk.marks`), never the pages. After that page is committed, the range up
-   * to the next mark is exactly the page that was read above it (history below a known signature
-   * never changes), so climbing back costs one read per page. The top range can grow while the pass
-   * runs: it is complete only when shorter than a page or ending at the signature just above the
-   * cursor (`walk.next`), else the walk goes down again from the newest. Progress is the cursor
+   * the cursor) until a page holds the whole rest of the range. The first page read from the newest
+   * is kept (`walk.newest`) and reported last; of the pages below it only each one's lowest signature
+   * is kept on the way down (`walk.marks`). After a page is committed, the range up to the next mark
+   * is exactly the page that was read above it (history below a known signature never changes), so
+   * climbing back costs one read per page. The newest is read once per pass: the pass reports the
+   * backlog it saw at its start, and what lands meanwhile is the next pass's. Progress is the cursor
    * alone, committed per batch: a pass that dies part way (a crash, a lost lease) leaves the cursor
    * at its last committed batch, and the next pass walks down to it again (docs/architecture.md,
    * The chain watcher).
@@ -338,7 +341,14 @@ export class ChainWatcher {
   private async nextPage(watch: WatchRow, cursor: string | null, walk: HistoryWalk): Promise<{ entries: SignatureEntry[]; top: boolean }> {
     const { chain, pageLimit, maxPageMarks, clock, leaseMs, db } = this.options;
     for (;;) {
-      const before = walk.marks.at(-1);
+      const newestEdge = walk.newest?.at(-1)?.signature;
+      if (walk.newest && walk.marks.length === 0 && walk.next === newestEdge) {
+        // Everything below the newest page is committed: that page ends the pass, without reading the newest again.
+        const entries = walk.newest.reverse();
+        walk.newest = undefined;
+        return { entries, top: true };
+      }
+      const before = walk.marks.at(-1) ?? newestEdge;
       if (clock.now() - walk.lastRenewal >= leaseMs / 3) {
         // A walk down a long backlog commits nothing until it reaches the oldest page: renew the lease on the way.
         await renewWatchLease(db, watch, clock.now(), leaseMs);
@@ -346,29 +356,37 @@ export class ChainWatcher {
       }
       this.reads += 1;
       const page = await chain.signaturesForAddress(watch.address, { until: cursor ?? undefined, before, limit: pageLimit });
-      this.heldPeak = Math.max(this.heldPeak, page.length);
+      this.heldPeak = Math.max(this.heldPeak, page.length + (walk.newest?.length ?? 0));
       const lowest = page.at(-1)?.signature;
+      if (before === undefined) {
+        // The newest page: a short one is the whole rest of the history; a full one is kept for last.
+        if (page.length < pageLimit) return { entries: page.reverse(), top: true };
+        walk.newest = page;
+        walk.next = undefined;
+        continue;
+      }
       if (page.length >= pageLimit && lowest !== walk.next) {
         // More history below this page than fits in it: remember its lower edge and go down. Past
-        // `maxPageMarks` the highest mark is forgotten; climbing back there walks down again from the newest.
+        // `maxPageMarks` the highest mark is forgotten; climbing back there walks down again from the newest page's edge.
         if (walk.marks.length >= maxPageMarks) walk.marks.shift();
         walk.marks.push(lowest as string);
         walk.next = undefined;
         continue;
       }
-      if (before === undefined) return { entries: page.reverse(), top: true };
       // This page is everything up to `before`; once it is committed, the next range starts at `before`.
-      walk.next = walk.marks.pop();
+      walk.next = walk.marks.pop() ?? newestEdge;
       return { entries: page.reverse(), top: false };
     }
   }
 }
 
-/** A pass's walk through a backlog: the lower edges of the pages above the current one (oldest last). */
+/** A pass's walk through a backlog: the newest page, kept for last, and the lower edges of the pages between it and the current one (oldest last). */
 interface HistoryWalk {
   marks: string[];
   /** The signature just above the cursor once the page below it is committed (the next range's oldest), if known. */
   next: string | undefined;
+  /** The first page read from the newest when it was full (newest first): the pass's last page, reported once everything below it is. */
+  newest: SignatureEntry[] | undefined;
   /** When the lease was last renewed (the claim, a commit, or a renewal during the walk). */
   lastRenewal: number;
 }

@@ -61,18 +61,24 @@ function recorded(inner: ChainHistory, reads: Read[], failPage: () => boolean = 
 const pagesOf = (reads: Read[]) => reads.flatMap((r) => ('page' in r ? [r.page] : []));
 const txsOf = (reads: Read[]) => reads.flatMap((r) => ('tx' in r ? [r.tx] : []));
 
-/** Every transaction read is one of the signatures the page read just before it returned. */
-function readsFromLatestPage(reads: Read[]): boolean {
+/**
+ * Every transaction read is one of the signatures the page read just before it returned, or of the
+ * pass's newest page (read first, with no `before`, and reported last): the two pages a pass holds.
+ */
+function readsFromHeldPages(reads: Read[]): boolean {
   let latest = new Set<string>();
+  let newest = new Set<string>();
   for (const r of reads) {
-    if ('page' in r) latest = new Set(r.page.got);
-    else if (!latest.has(r.tx)) return false;
+    if ('page' in r) {
+      latest = new Set(r.page.got);
+      if (r.page.before === undefined) newest = latest;
+    } else if (!latest.has(r.tx) && !newest.has(r.tx)) return false;
   }
   return true;
 }
 
 // The watcher pages through an address's history (docs/architecture.md, The chain watcher):
-// it holds one page of signatures at a time, reports oldest first, and a pass that stops part way
+// it holds at most two pages of signatures (the newest, reported last, and the current one), reports oldest first, and a pass that stops part way
 // resumes at the next page. The history is read over the embedded chain's JSON-RPC, as on a cluster.
 describe('a backlog longer than several pages', () => {
   let t: TestDb;
@@ -127,7 +133,7 @@ describe('a backlog longer than several pages', () => {
     await t?.close();
   });
 
-  it('is reported once each, oldest first, while the watcher holds one page of it at a time', async () => {
+  it('is reported once each, oldest first, while the watcher holds at most two pages of it', async () => {
     const { signatures, launchId } = await backlog(BACKLOG);
     const reads: Read[] = [];
     const w = watcher(recorded(rpc, reads));
@@ -141,17 +147,18 @@ describe('a backlog longer than several pages', () => {
     expect((await watchOf(launchId)).cursor).toBe(signatures.at(-1));
 
     // Every history read asked for one page, and every transaction read came from the page read just
-    // before it: the watcher worked from one page of signatures at a time, never the whole backlog.
+    // before it or from the newest page: the watcher held two pages of signatures at most, never the whole backlog.
     const pages = pagesOf(reads);
     expect(pages.every((p) => p.limit === PAGE && p.got.length <= PAGE)).toBe(true);
-    expect(readsFromLatestPage(reads)).toBe(true);
-    expect(w.heldPeak).toBeLessThanOrEqual(PAGE);
+    expect(readsFromHeldPages(reads)).toBe(true);
+    expect(w.heldPeak).toBeLessThanOrEqual(2 * PAGE);
     // Each transaction read once, in chain order.
     expect(txsOf(reads)).toEqual(signatures);
-    // Down from the newest to the oldest page (5 reads) and back up (4): two reads per page at most.
+    // Down from the newest to the oldest page (5 reads) and back up (3; the newest page is kept): two reads per page at most.
     expect(pages.length).toBeLessThanOrEqual(2 * Math.ceil(BACKLOG / PAGE));
-    // A committed page is on the database before the next one is read: the cursor moved page by page.
-    expect(pages.filter((p) => p.until !== undefined).map((p) => p.until)).toEqual(expect.arrayContaining([signatures[2], signatures[7], signatures[12], signatures[17]]));
+    // A committed page is on the database before the next one is read: the cursor moved page by page
+    // (the newest page, read first, is reported from memory once the one below it is committed).
+    expect(pages.filter((p) => p.until !== undefined).map((p) => p.until)).toEqual(expect.arrayContaining([signatures[2], signatures[7], signatures[12]]));
   });
 
   it('a pass that fails after two pages resumes at the third: no event twice, none missing', async () => {
@@ -166,7 +173,7 @@ describe('a backlog longer than several pages', () => {
     expect(await w.runOnce()).toBe(8);
     expect((await reported(launchId)).map((e) => e.signature)).toEqual(signatures.slice(0, 8));
     expect((await watchOf(launchId)).cursor).toBe(signatures[7]);
-    expect(w.heldPeak).toBeLessThanOrEqual(PAGE);
+    expect(w.heldPeak).toBeLessThanOrEqual(2 * PAGE);
 
     const resumedReads: Read[] = [];
     const resumed = watcher(recorded(rpc, resumedReads), { batchSize: PAGE });
@@ -237,7 +244,7 @@ describe('a backlog longer than several pages', () => {
     expect((await watchOf(launchId)).cursor).toBe(signatures.at(-1));
   });
 
-  it('activity during a long pass is reported after the backlog, in order, even when the walk keeps only two page edges', async () => {
+  it('activity during a long pass is left to the next pass, which reports it in order, even when the walk keeps only two page edges', async () => {
     const { address, signatures, launchId } = await backlog(BACKLOG);
     const reads: Read[] = [];
     let commits = 0;
@@ -251,13 +258,75 @@ describe('a backlog longer than several pages', () => {
       },
     });
     await onlyDue(launchId);
-    expect(await w.runOnce()).toBe(BACKLOG + 7);
+    // The pass reports the backlog it saw at its start (the newest is read once per pass) ...
+    expect(await w.runOnce()).toBe(BACKLOG);
+    expect((await reported(launchId)).map((e) => e.signature)).toEqual(signatures.slice(0, BACKLOG));
+    expect(pagesOf(reads).filter((p) => p.before === undefined)).toHaveLength(1);
+    // ... and the next pass what landed meanwhile, after it, in order.
+    await onlyDue(launchId);
+    expect(await w.runOnce()).toBe(7);
     const got = await reported(launchId);
     expect(got.map((e) => e.signature)).toEqual(signatures);
     expect(got.map((e) => e.lamports)).toEqual(lamportsOf(0, BACKLOG + 7));
+    expect(new Set(got.map((e) => e.sequence)).size).toBe(BACKLOG + 7);
     expect(txsOf(reads)).toEqual(signatures);
-    expect(readsFromLatestPage(reads)).toBe(true);
-    expect(w.heldPeak).toBeLessThanOrEqual(PAGE);
+    expect(readsFromHeldPages(reads)).toBe(true);
+    expect(w.heldPeak).toBeLessThanOrEqual(2 * PAGE);
+  });
+
+  it('steady activity on a watched address does not keep its pass going: the pass ends with the backlog it saw, and a watch claimed with it is processed in the same turn', async () => {
+    // A busy pool: a backlog of 12 in pages of 5, and one more transfer landing after each history
+    // read of it, 40 in all. A second watch is due in the same turn, after it.
+    const busy = await backlog(12);
+    const quiet = await backlog(2);
+    const LANDINGS = 40;
+    let landed = 0;
+    let busyReadsBeforeQuiet: number | undefined;
+    let landingsBeforeQuiet: number | undefined;
+    const reads: Read[] = [];
+    const history: ChainHistory = {
+      ...rpc,
+      async signaturesForAddress(address, options) {
+        const page = await rpc.signaturesForAddress(address, options);
+        if (address === busy.address.toBase58()) {
+          if (landed < LANDINGS) {
+            landed += 1;
+            busy.signatures.push(await transfer(busy.address, 1_000_000 + busy.signatures.length + 1));
+          }
+        } else if (address === quiet.address.toBase58() && busyReadsBeforeQuiet === undefined) {
+          busyReadsBeforeQuiet = pagesOf(reads).length;
+          landingsBeforeQuiet = landed;
+        }
+        return page;
+      },
+    };
+    const w = watcher(recorded(history, reads));
+    const both = async () => {
+      await onlyDue(busy.launchId);
+      await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 1 }).where('launch_id', '=', quiet.launchId).execute();
+    };
+    await both();
+    await w.runOnce();
+    // The busy pass ended within a bounded number of reads (down 3 pages, back up 2) while transfers
+    // were still landing, and the quiet watch was processed in the same turn.
+    expect(busyReadsBeforeQuiet).toBeDefined();
+    expect(busyReadsBeforeQuiet).toBeLessThanOrEqual(2 * Math.ceil(12 / PAGE));
+    expect(landingsBeforeQuiet).toBeLessThan(LANDINGS);
+    expect((await reported(quiet.launchId)).map((e) => e.signature)).toEqual(quiet.signatures);
+    expect((await reported(busy.launchId)).map((e) => e.signature)).toEqual(busy.signatures.slice(0, 12));
+
+    // The next passes catch up with what landed meanwhile; once the transfers stop, every one is reported once, in order.
+    for (let turn = 0; turn < 40; turn++) {
+      await both();
+      if ((await w.runOnce()) === 0 && landed === LANDINGS) break;
+    }
+    expect(landed).toBe(LANDINGS);
+    const got = await reported(busy.launchId);
+    expect(got.map((e) => e.signature)).toEqual(busy.signatures);
+    expect(got.map((e) => e.lamports)).toEqual(lamportsOf(0, 12 + LANDINGS));
+    expect(new Set(got.map((e) => e.sequence)).size).toBe(12 + LANDINGS);
+    expect((await watchOf(busy.launchId)).cursor).toBe(busy.signatures.at(-1));
+    expect(w.heldPeak).toBeLessThanOrEqual(2 * PAGE);
   });
 
   it.skipIf(onPostgres)('a long walk down to the oldest page renews its lease before the first commit, so no other watcher takes the watch over', async () => {
@@ -281,6 +350,32 @@ describe('a backlog longer than several pages', () => {
     expect(takeovers.every((n) => n === 0)).toBe(true);
     expect(takeovers.length).toBeGreaterThanOrEqual(5);
     expect((await reported(launchId)).map((e) => e.signature)).toEqual(signatures);
+  });
+
+  it.skipIf(onPostgres)('a watch claimed with others whose turn comes late in its lease renews it on its first read, before the lease runs out', async () => {
+    // (SQLite: leases run on the injected clock.) Two watches claimed together with a 3 s lease; each
+    // history read takes 2 s. The first watch's one read ends 2 s into the lease; the second's walk
+    // down then starts with 1 s of lease left and its first read outlasts it unless renewed first.
+    const first = await backlog(2);
+    const second = await backlog(12);
+    const clock = manualClock(Date.now() + 60_000);
+    const takeovers: number[] = [];
+    const slow: ChainHistory = {
+      ...rpc,
+      async signaturesForAddress(address, options) {
+        clock.advance(2000);
+        takeovers.push((await claimDueWatches(t.db, { owner: 'rival', now: clock.now(), leaseMs: 3000, limit: 16 })).filter((c) => c.launch_id === second.launchId).length);
+        return rpc.signaturesForAddress(address, options);
+      },
+    };
+    const w = new ChainWatcher({ db: t.db, clock, logger: silentLogger(), chain: slow, handlers: { transfers: transferHandler }, signal: noopSignal, pageLimit: PAGE, batchSize: PAGE, leaseMs: 3000 });
+    await onlyDue(first.launchId);
+    await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 1 }).where('launch_id', '=', second.launchId).execute();
+    expect(await w.runOnce()).toBe(2 + 12);
+    expect(takeovers.length).toBeGreaterThanOrEqual(4);
+    expect(takeovers.every((n) => n === 0)).toBe(true);
+    expect((await reported(first.launchId)).map((e) => e.signature)).toEqual(first.signatures);
+    expect((await reported(second.launchId)).map((e) => e.signature)).toEqual(second.signatures);
   });
 
   it('an address with nothing new costs one history read, as before', async () => {
