@@ -20,6 +20,7 @@ import * as m021 from './021_owner_events.js';
 import * as m022 from './022_delivery_owner_lanes.js';
 import * as m023 from './023_claim_function.js';
 import * as m024 from './024_settle_and_claim_function.js';
+import * as m025 from './025_claim_generic_plans.js';
 import * as m026 from './026_rowid_after_xid.js';
 import * as m028 from './028_owner_bounds.js';
 
@@ -46,6 +47,7 @@ export const migrations: Record<string, Migration> = {
   '022_delivery_owner_lanes': m022,
   '023_claim_function': m023,
   '024_settle_and_claim_function': m024,
+  '025_claim_generic_plans': m025,
   '026_rowid_after_xid': m026,
   '028_owner_bounds': m028,
 };
