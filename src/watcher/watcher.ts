@@ -203,6 +203,11 @@ export class ChainWatcher {
     let cursor = watch.cursor;
     let activity = false;
     let settled = false;
+    // Whether the pass ends with the scheduled check: decided at the last history commit, which then
+    // keeps the lease for it (given back, the watch is due at once and another watcher could claim it
+    // before the check commits, fencing this pass's check out).
+    const cliffDue = () => cliffAt !== null && handler.scheduled !== undefined && clock.now() >= cliffAt;
+    let checkCliff = false;
     for (let top = false; !top; ) {
       const page = await this.nextPage(current, cursor, walk);
       top = page.top;
@@ -224,6 +229,7 @@ export class ChainWatcher {
         const last = top && i + this.options.batchSize >= entries.length;
         await this.options.beforeCommit?.(current, batch);
         const ends = outcome.end !== undefined;
+        if (last && !ends) checkCliff = cliffDue();
         const { intervalMs, nextCheckAt } = this.schedule(current, activity, clock.now(), cliffAt);
         tally.recorded += await commitProgress(db, clock, current, {
           events: outcome.events,
@@ -235,7 +241,7 @@ export class ChainWatcher {
           context: outcome.context ? context : undefined,
           apply: outcome.apply,
           undecodable,
-          keepLease: !last && !ends,
+          keepLease: (!last || checkCliff) && !ends,
           leaseMs: this.options.leaseMs,
           ...(ends ? { clearCliff: true } : {}),
         });
@@ -246,8 +252,10 @@ export class ChainWatcher {
       }
     }
 
-    // The scheduled check: the cliff, confirmed by reading the escrow.
-    if (cliffAt !== null && clock.now() >= cliffAt && handler.scheduled) {
+    // The scheduled check: the cliff, confirmed by reading the escrow, committed under the lease of
+    // the pass (the last history commit kept it); its commit gives the lease back.
+    if (!settled) checkCliff = cliffDue();
+    if (checkCliff && cliffAt !== null && handler.scheduled) {
       const outcome = await handler.scheduled(this.view(current, context), chain, clock.now());
       if (outcome.confirmed) cliffAt = null;
       const { intervalMs, nextCheckAt } = this.schedule(current, activity || outcome.events.length > 0, clock.now(), outcome.confirmed ? null : clock.now() + this.options.pollIntervalMs);
