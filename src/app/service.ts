@@ -131,7 +131,8 @@ export async function createService(
     if (config.previousSecretKey) await resealUnderCurrentKey(db, secretBox, createSecretBox(config.previousSecretKey), clock.now(), logger);
     let chainDb = db;
     if (config.postgres && config.chain.mode === 'embedded' && deps.embeddedChainFile !== undefined) {
-      const chainStore = openDatabase(deps.embeddedChainFile, { logger });
+      // `npm run vacuum` switches the service's database only: no advice about this file's auto_vacuum.
+      const chainStore = openDatabase(deps.embeddedChainFile, { logger, vacuumAdvice: false });
       closers.push(() => chainStore.close());
       await migrateToLatest(chainStore.db);
       chainDb = chainStore.db;

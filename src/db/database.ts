@@ -4,16 +4,16 @@ import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { startBackgroundCheckpointer, WAL_RESTART_FRAMES, type BackgroundCheckpointer } from './checkpointer.js';
 import { DirectSqliteDialect, type StatementSource } from './directSqlite.js';
-import { prepareAutoVacuum, reclaimFreePages } from './incrementalVacuum.js';
+import { prepareAutoVacuum, reclaimFreePages, type AutoVacuumMode } from './incrementalVacuum.js';
 import { preparePostgresStatements } from './pgStatements.js';
 import { createWriteLockBuffer, mainWriteLock } from './writeLock.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
-/** Where the checkpointer's warnings go: pino's shape, named here because db/ sits beside lib/, not above it. */
+/** Where the checkpointer's warnings (and the start's word on the file's auto_vacuum) go: pino's shape, named here because db/ sits beside lib/, not above it. */
 export interface DatabaseLogger {
-  child(bindings: Record<string, unknown>): { warn(obj: object, msg: string): void; debug(obj: object, msg: string): void };
+  child(bindings: Record<string, unknown>): { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; debug(obj: object, msg: string): void };
 }
 export type Tx = Transaction<Database>;
 /** Either the database or an open transaction: database operations accept both. */
@@ -115,21 +115,20 @@ export function openPostgres(url: string, options: { poolSize?: number; idleTran
 
 /**
  * Opens the SQLite file with WAL and a busy timeout. Does not migrate. A new file is made with
- * `auto_vacuum = INCREMENTAL` (see incrementalVacuum.ts). A file database checkpoints
+ * `auto_vacuum = INCREMENTAL` (see incrementalVacuum.ts); with a logger, an older file's other mode
+ * is logged with how to switch it, unless `vacuumAdvice` is false (a file `npm run vacuum` does not
+ * switch: the embedded chain's own store beside a PostgreSQL database). A file database checkpoints
  * its WAL from a worker thread (see {@link startBackgroundCheckpointer}) unless
  * `backgroundCheckpoint` is false, in which case SQLite's automatic checkpoint stays on unless
  * `autoCheckpoint` is false too.
  */
-export function openDatabase(path: string, options: { backgroundCheckpoint?: boolean; autoCheckpoint?: boolean; logger?: DatabaseLogger } = {}): OpenedDatabase {
+export function openDatabase(path: string, options: { backgroundCheckpoint?: boolean; autoCheckpoint?: boolean; logger?: DatabaseLogger; vacuumAdvice?: boolean } = {}): OpenedDatabase {
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma('busy_timeout = 5000');
   // Before anything creates a table: a new file can then give deleted rows' pages back.
-  const incremental = path !== ':memory:' && prepareAutoVacuum(sqlite);
-  if (path !== ':memory:' && !incremental) {
-    options.logger
-      ?.child({ component: 'sqlite' })
-      .warn({ path }, 'this SQLite file was made with auto_vacuum NONE: space freed by retention is reused but never returned to the disk; to switch, stop the service and run `npm run vacuum` once (docs/configuration.md, Retention)');
-  }
+  const mode = path === ':memory:' ? undefined : prepareAutoVacuum(sqlite);
+  const incremental = mode === 'INCREMENTAL';
+  if (options.vacuumAdvice !== false) adviseOnAutoVacuum(options.logger, path, mode);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
@@ -192,6 +191,16 @@ export function openDatabase(path: string, options: { backgroundCheckpoint?: boo
       await db.destroy();
     },
   };
+}
+
+/** The start's word on a file made before the service used `auto_vacuum = INCREMENTAL` (docs/configuration.md, Retention). */
+function adviseOnAutoVacuum(logger: DatabaseLogger | undefined, path: string, mode: AutoVacuumMode | undefined): void {
+  const log = logger?.child({ component: 'sqlite' });
+  if (mode === 'NONE') {
+    log?.warn({ path, autoVacuum: mode }, 'this SQLite file was made with auto_vacuum NONE: space freed by retention is reused but never returned to the disk; to switch it to INCREMENTAL, stop the service and run `npm run vacuum` once (a full VACUUM: it rewrites the file; docs/configuration.md, Retention)');
+  } else if (mode === 'FULL') {
+    log?.info({ path, autoVacuum: mode }, 'this SQLite file uses auto_vacuum FULL: each commit that frees pages returns them to the disk itself, inside that commit (a retention sweep holds the write lock longer); to switch it to INCREMENTAL, which the service returns in short steps, stop the service and run `npm run vacuum` once (no VACUUM needed: quick; docs/configuration.md, Retention)');
+  }
 }
 
 /**

@@ -1,19 +1,25 @@
 import type SqliteDatabase from 'better-sqlite3';
 
-/** `PRAGMA auto_vacuum` of a file whose free pages can be given back a few at a time. */
-const INCREMENTAL = 2;
+/** `PRAGMA auto_vacuum`'s values: 0 NONE, 1 FULL, 2 INCREMENTAL. */
+export type AutoVacuumMode = 'NONE' | 'FULL' | 'INCREMENTAL';
+
+/** The file's `PRAGMA auto_vacuum`. */
+export function autoVacuumMode(sqlite: SqliteDatabase.Database): AutoVacuumMode {
+  const value = sqlite.pragma('auto_vacuum', { simple: true });
+  return value === 2 ? 'INCREMENTAL' : value === 1 ? 'FULL' : 'NONE';
+}
 
 /**
  * Makes a new SQLite file give space back (docs/configuration.md, "Retention"): `auto_vacuum =
  * INCREMENTAL` only takes on a file with no table yet, so it is set before the first migration. A
- * file made without it keeps `NONE` (switching needs a full VACUUM: `npm run vacuum`, service
- * stopped); it works the same, its free pages are reused by new rows but never returned. Returns
- * whether the file is incremental. Touches nothing on a file that has tables (no write at open).
+ * file made without it keeps its mode (`npm run vacuum`, service stopped, switches it): with `NONE`
+ * its free pages are reused by new rows but never returned; with `FULL` every commit that frees pages
+ * returns them itself. Returns the file's mode. Touches nothing on a file that has tables (no write at open).
  */
-export function prepareAutoVacuum(sqlite: SqliteDatabase.Database): boolean {
+export function prepareAutoVacuum(sqlite: SqliteDatabase.Database): AutoVacuumMode {
   const tables = sqlite.prepare('select count(*) from sqlite_master').pluck().get() as number;
   if (tables === 0) sqlite.pragma('auto_vacuum = INCREMENTAL');
-  return sqlite.pragma('auto_vacuum', { simple: true }) === INCREMENTAL;
+  return autoVacuumMode(sqlite);
 }
 
 /**
@@ -29,10 +35,15 @@ export function reclaimFreePages(sqlite: SqliteDatabase.Database, pages: number)
   return { freed: before - left, left };
 }
 
-/** One-time switch of a file made with `auto_vacuum = NONE`: a full VACUUM (the service stopped). */
-export function switchToIncrementalVacuum(sqlite: SqliteDatabase.Database): boolean {
-  if (sqlite.pragma('auto_vacuum', { simple: true }) === INCREMENTAL) return false;
+/**
+ * One-time switch of a file to `auto_vacuum = INCREMENTAL` (the service stopped). From `NONE` it
+ * takes a full VACUUM, which rewrites the file; from `FULL` the pragma alone (SQLite switches between
+ * the two auto-vacuum modes at any time). Returns the mode the file had.
+ */
+export function switchToIncrementalVacuum(sqlite: SqliteDatabase.Database): AutoVacuumMode {
+  const was = autoVacuumMode(sqlite);
+  if (was === 'INCREMENTAL') return was;
   sqlite.pragma('auto_vacuum = INCREMENTAL');
-  sqlite.exec('VACUUM');
-  return true;
+  if (was === 'NONE') sqlite.exec('VACUUM');
+  return was;
 }

@@ -133,4 +133,38 @@ describe('SQLite gives the space retention frees back', () => {
     }
     expect(vacuum().stdout).toContain('nothing to do');
   });
+
+  it('a file made with auto_vacuum FULL is named FULL at start, not NONE, and npm run vacuum switches it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vacuum-'));
+    dirs.push(dir);
+    const env = { DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', DATABASE_URL: '' };
+    const path = join(dir, 'launch-service.sqlite');
+    const legacy = new SqliteDatabase(path);
+    legacy.pragma('auto_vacuum = FULL');
+    legacy.exec('create table made_before (x integer); insert into made_before values (42)');
+    legacy.close();
+
+    const { logger, lines } = captureLogger();
+    t = await startTestService({ logger, env });
+    expect(await pragma(t.service.db, 'auto_vacuum')).toBe(1);
+    const said = lines.filter((line) => line.includes('auto_vacuum'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toContain('auto_vacuum FULL');
+    expect(said[0]).not.toContain('NONE');
+    expect(said[0]).toContain('npm run vacuum');
+    await t.close();
+    t = undefined;
+
+    const switched = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/vacuum.ts'], { cwd: repoRoot, env: { ...process.env, ...env }, encoding: 'utf8' });
+    expect(switched.stderr).toBe('');
+    expect(switched.status).toBe(0);
+    expect(switched.stdout).toContain('auto_vacuum INCREMENTAL (was FULL)');
+    const reopened = new SqliteDatabase(path, { fileMustExist: true });
+    try {
+      expect(reopened.pragma('auto_vacuum', { simple: true })).toBe(2);
+      expect(reopened.prepare('select x from made_before').pluck().get()).toBe(42);
+    } finally {
+      reopened.close();
+    }
+  });
 });

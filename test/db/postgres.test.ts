@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres, type Db } from '../../src/db/database.js';
@@ -9,7 +13,8 @@ import { claimDueWatches, insertWatches } from '../../src/watcher/store.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
 import { onPostgres } from '../support/database.js';
-import { commitEvents, createTestDb, insertLaunch as insertWebhookLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { captureLogger, commitEvents, createTestDb, insertLaunch as insertWebhookLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 
 // The PostgreSQL half only (TEST_DATABASE_URL): claims by several processes at once, which SQLite
 // (one writer, one process per data directory) cannot have.
@@ -177,5 +182,31 @@ describe.skipIf(!onPostgres)('PostgreSQL (docs/architecture.md, SQLite and Postg
     expect(await written.save).toBe('lease lost');
     const step = await t.db.selectFrom('launch_steps').select('pending_tx').where('launch_id', '=', 'lch_takeover').executeTakeFirstOrThrow();
     expect(step.pending_tx).toBeNull();
+  });
+});
+
+// The embedded chain keeps its state in a SQLite file of its own only beside a PostgreSQL database.
+describe.skipIf(!onPostgres)('the embedded chain\'s own SQLite file beside PostgreSQL', () => {
+  const dirs: string[] = [];
+  let t: TestService | undefined;
+  afterAll(async () => {
+    await t?.close();
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('gets no advice about its auto_vacuum at start: npm run vacuum switches the service\'s database only', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chain-store-'));
+    dirs.push(dir);
+    const chainFile = join(dir, 'chain.sqlite');
+    const legacy = new SqliteDatabase(chainFile);
+    legacy.exec('create table made_before (x integer)');
+    legacy.close();
+    const { logger, lines } = captureLogger();
+    t = await startTestService({ logger, embeddedChainFile: chainFile });
+    expect(t.config.postgres).toBeDefined();
+    const chainStore = new SqliteDatabase(chainFile, { readonly: true });
+    expect(chainStore.pragma('auto_vacuum', { simple: true })).toBe(0); // NONE: the old code advised switching it
+    chainStore.close();
+    expect(lines.filter((line) => line.includes('auto_vacuum'))).toEqual([]);
   });
 });
