@@ -8,7 +8,7 @@
  */
 import { statSync } from 'node:fs';
 import SqliteDatabase from 'better-sqlite3';
-import { loadConfig } from '../src/config/config.js';
+import { databaseLocation } from '../src/config/config.js';
 import { switchToIncrementalVacuum, type AutoVacuumMode } from '../src/db/incrementalVacuum.js';
 import { acquireWriterLock } from '../src/db/writerLock.js';
 
@@ -17,30 +17,39 @@ function main(): number {
     process.stderr.write('usage: npm run vacuum\n');
     return 2;
   }
-  const config = loadConfig();
-  if (config.postgres || config.databasePath === ':memory:') {
-    process.stderr.write('DATABASE_URL is not a SQLite file: there is nothing to switch (PostgreSQL reclaims space with its own autovacuum).\n');
+  // Not loadConfig: it creates DATA_DIR (and a secret key in it), and a mistyped DATA_DIR must leave nothing behind.
+  const { databasePath, postgresUrl } = databaseLocation(process.env);
+  if (postgresUrl !== undefined) {
+    process.stdout.write('DATABASE_URL is PostgreSQL: nothing to do (its own autovacuum makes the space of deleted rows reusable; there is no auto_vacuum mode to switch)\n');
+    return 0;
+  }
+  if (databasePath === ':memory:') {
+    process.stderr.write('DATABASE_URL is an in-memory database: there is no file to switch\n');
     return 2;
   }
-  const lock = acquireWriterLock(config.databasePath);
+  if (statSync(databasePath, { throwIfNoEntry: false })?.isFile() !== true) {
+    process.stderr.write(`no database file at ${databasePath}: check DATA_DIR (or DATABASE_URL); nothing was changed\n`);
+    return 2;
+  }
+  const lock = acquireWriterLock(databasePath);
   try {
-    const before = statSync(config.databasePath).size;
+    const before = statSync(databasePath).size;
     const started = Date.now();
-    const db = new SqliteDatabase(config.databasePath, { fileMustExist: true });
+    const db = new SqliteDatabase(databasePath, { fileMustExist: true });
     let was: AutoVacuumMode;
     try {
       db.pragma('busy_timeout = 5000');
       was = switchToIncrementalVacuum(db);
       if (was === 'INCREMENTAL') {
-        process.stdout.write(`${config.databasePath} already gives space back (auto_vacuum INCREMENTAL); nothing to do\n`);
+        process.stdout.write(`${databasePath} already gives space back (auto_vacuum INCREMENTAL); nothing to do\n`);
         return 0;
       }
       db.pragma('wal_checkpoint(TRUNCATE)');
     } finally {
       db.close();
     }
-    const after = statSync(config.databasePath).size;
-    process.stdout.write(`${config.databasePath}: auto_vacuum INCREMENTAL (was ${was}), ${before} bytes before, ${after} after (${Date.now() - started} ms)\n`);
+    const after = statSync(databasePath).size;
+    process.stdout.write(`${databasePath}: auto_vacuum INCREMENTAL (was ${was}), ${before} bytes before, ${after} after (${Date.now() - started} ms)\n`);
     return 0;
   } finally {
     lock.release();

@@ -267,6 +267,21 @@ function loadSecretKey(env: Env, dataDir: string, production: boolean): Buffer {
  */
 export const DEFAULT_IDLE_TRANSACTION_TIMEOUT_MS = 10_000;
 
+/**
+ * Where the database is, from DATA_DIR and DATABASE_URL alone, creating nothing (the service's
+ * {@link loadConfig} then creates DATA_DIR; `npm run vacuum` must not): a PostgreSQL URL, or the
+ * SQLite file (`:memory:` for an in-memory database).
+ */
+export function databaseLocation(env: Env = process.env): { dataDir: string; databasePath: string; postgresUrl: string | undefined } {
+  const dataDir = resolve(env.DATA_DIR && env.DATA_DIR !== '' ? env.DATA_DIR : './data');
+  const databaseUrl = env.DATABASE_URL;
+  if (databaseUrl !== undefined && /^(postgres|postgresql):\/\//i.test(databaseUrl)) return { dataDir, databasePath: join(dataDir, 'launch-service.sqlite'), postgresUrl: databaseUrl };
+  if (databaseUrl !== undefined && databaseUrl !== '') {
+    return { dataDir, databasePath: databaseUrl === ':memory:' ? ':memory:' : resolve(databaseUrl.replace(/^(sqlite|file):(\/\/)?/i, '')), postgresUrl: undefined };
+  }
+  return { dataDir, databasePath: join(dataDir, 'launch-service.sqlite'), postgresUrl: undefined };
+}
+
 /** Reads and validates the environment; throws {@link ConfigError} naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = env.NODE_ENV && env.NODE_ENV !== '' ? env.NODE_ENV : 'development';
@@ -275,25 +290,21 @@ export function loadConfig(env: Env = process.env): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`);
   }
-  const dataDir = resolve(env.DATA_DIR && env.DATA_DIR !== '' ? env.DATA_DIR : './data');
+  const { dataDir, databasePath, postgresUrl } = databaseLocation(env);
   try {
     mkdirSync(dataDir, { recursive: true });
   } catch (error) {
     throw new ConfigError('DATA_DIR', `cannot be created: ${(error as Error).message}`);
   }
-  const databaseUrl = env.DATABASE_URL;
-  let databasePath = join(dataDir, 'launch-service.sqlite');
   let postgres: Config['postgres'];
-  if (databaseUrl !== undefined && /^(postgres|postgresql):\/\//i.test(databaseUrl)) {
+  if (postgresUrl !== undefined) {
     postgres = {
-      url: databaseUrl,
+      url: postgresUrl,
       poolSize: intVar(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
       idleTransactionTimeoutMs: durationVar(env, 'DATABASE_IDLE_TRANSACTION_TIMEOUT', DEFAULT_IDLE_TRANSACTION_TIMEOUT_MS),
     };
     // The server's setting is a 32-bit count of milliseconds (~24 days).
     if (postgres.idleTransactionTimeoutMs > 2_147_483_647) throw new ConfigError('DATABASE_IDLE_TRANSACTION_TIMEOUT', `must be at most 24d, got ${postgres.idleTransactionTimeoutMs}ms`);
-  } else if (databaseUrl !== undefined && databaseUrl !== '') {
-    databasePath = databaseUrl === ':memory:' ? ':memory:' : resolve(databaseUrl.replace(/^(sqlite|file):(\/\/)?/i, ''));
   }
 
   const schedule = env.WEBHOOK_RETRY_SCHEDULE && env.WEBHOOK_RETRY_SCHEDULE !== '' ? env.WEBHOOK_RETRY_SCHEDULE : '0,30s,2m,10m,1h';

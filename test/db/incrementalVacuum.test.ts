@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -166,5 +166,27 @@ describe('SQLite gives the space retention frees back', () => {
     } finally {
       reopened.close();
     }
+  });
+
+  it('npm run vacuum refuses in one line and creates nothing where there is no database file; on PostgreSQL it has nothing to do', () => {
+    const parent = mkdtempSync(join(tmpdir(), 'vacuum-'));
+    dirs.push(parent);
+    const missing = join(parent, 'mistyped');
+    const run = (env: Record<string, string>) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'scripts/vacuum.ts'], { cwd: repoRoot, env: { ...process.env, SECRET_KEY: '', LOG_LEVEL: 'silent', ...env }, encoding: 'utf8' });
+    for (const dir of [missing, parent]) {
+      const refused = run({ DATA_DIR: dir, DATABASE_URL: '' });
+      expect(refused.status).toBe(2);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toBe(`no database file at ${join(dir, 'launch-service.sqlite')}: check DATA_DIR (or DATABASE_URL); nothing was changed\n`);
+    }
+    // Neither the mistyped directory nor a lock file (nor a secret key) was made.
+    expect(readdirSync(parent)).toEqual([]);
+
+    const postgres = run({ DATA_DIR: missing, DATABASE_URL: 'postgres://launch@127.0.0.1:9/launch' });
+    expect(postgres.stderr).toBe('');
+    expect(postgres.status).toBe(0);
+    expect(postgres.stdout).toBe('DATABASE_URL is PostgreSQL: nothing to do (its own autovacuum makes the space of deleted rows reusable; there is no auto_vacuum mode to switch)\n');
+    expect(readdirSync(parent)).toEqual([]);
   });
 });
