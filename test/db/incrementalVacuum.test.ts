@@ -189,4 +189,49 @@ describe('SQLite gives the space retention frees back', () => {
     expect(postgres.stdout).toBe('DATABASE_URL is PostgreSQL: nothing to do (its own autovacuum makes the space of deleted rows reusable; there is no auto_vacuum mode to switch)\n');
     expect(readdirSync(parent)).toEqual([]);
   });
+
+  it('npm run vacuum while a backup holds a snapshot of the file says the WAL was not truncated and gives the file\'s and the WAL\'s sizes apart', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vacuum-'));
+    dirs.push(dir);
+    const path = join(dir, 'launch-service.sqlite');
+    const legacy = new SqliteDatabase(path);
+    legacy.pragma('journal_mode = WAL');
+    legacy.exec('create table made_before (x blob)');
+    const insert = legacy.prepare('insert into made_before values (randomblob(1000))');
+    legacy.transaction(() => {
+      for (let i = 0; i < 2000; i += 1) insert.run();
+    })();
+    legacy.exec('delete from made_before where rowid % 2 = 0');
+    legacy.close();
+    const before = statSync(path).size;
+
+    // npm run backup's VACUUM INTO reads the file in one read transaction for its whole copy: this one stays open.
+    const backup = new SqliteDatabase(path);
+    try {
+      backup.exec('begin');
+      expect(backup.prepare('select count(*) from made_before').pluck().get()).toBe(1000);
+      const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/vacuum.ts'], { cwd: repoRoot, env: { ...process.env, DATA_DIR: dir, DATABASE_URL: '', LOG_LEVEL: 'silent' }, encoding: 'utf8' });
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      const stdout = result.stdout;
+      expect(stdout).toContain(`auto_vacuum INCREMENTAL (was NONE), ${before} bytes before; the WAL was not truncated (another connection, such as npm run backup, reads an older snapshot of the file)`);
+      const sizes = /the database file is (\d+) bytes and its WAL (\d+) bytes/.exec(stdout);
+      expect(Number(sizes?.[1])).toBe(statSync(path).size);
+      expect(Number(sizes?.[2])).toBe(statSync(`${path}-wal`).size);
+      expect(Number(sizes?.[2])).toBeGreaterThan(0);
+      backup.exec('commit');
+    } finally {
+      backup.close();
+    }
+    // The backup gone, the switch is there and a checkpoint gives the file its new size.
+    const reopened = new SqliteDatabase(path, { fileMustExist: true });
+    try {
+      expect(reopened.pragma('auto_vacuum', { simple: true })).toBe(2);
+      expect(reopened.prepare('select count(*) from made_before').pluck().get()).toBe(1000);
+      expect((reopened.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>)[0]?.busy).toBe(0);
+      expect(statSync(path).size).toBeLessThan(before * 0.7);
+    } finally {
+      reopened.close();
+    }
+  });
 });
