@@ -80,15 +80,17 @@ function launchBody(webhookUrl: string) {
 }
 
 /** Posts `count` launches `PARALLEL` at a time. */
-async function postLaunches(pool: Pool, key: string, webhookUrl: string, count: number): Promise<void> {
+async function postLaunches(pool: Pool, key: string, webhookUrl: string, count: number, service: { stderr(): string }): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: PARALLEL }, async () => {
       while (next < count) {
         next += 1;
         const res = await pool.request({ path: '/api/launches', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(launchBody(webhookUrl)) });
-        await res.body.dump();
-        if (res.statusCode !== 202) throw new Error(`burst bench: create answered ${res.statusCode}`);
+        const text = await res.body.text();
+        if (res.statusCode === 202) continue;
+        await new Promise((r) => setTimeout(r, 500)); // the service's error line arrives over its stderr pipe
+        throw new Error(`burst bench: create answered ${res.statusCode}: ${text.slice(0, 500)}; the service's errors: ${service.stderr()}`);
       }
     }),
   );
@@ -113,7 +115,9 @@ async function drained(db: Db): Promise<void> {
 export async function benchBurst(count = 2000): Promise<{ results: BenchResult[]; note: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-burst-'));
   const secretKey = randomBytes(32);
-  const opened = openDatabase(join(dir, 'launch-service.sqlite'));
+  // The bench only watches this file while the service writes it: no checkpointer of its own, whose
+  // WAL restart (not paused with the service's writes) would hold the service's writers waiting.
+  const opened = openDatabase(join(dir, 'launch-service.sqlite'), { backgroundCheckpoint: false, autoCheckpoint: false });
   await migrateToLatest(opened.db);
   const key = (await createApiKey(opened.db, { owner: 'bench', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
   const receiver = await spawnBenchChild<{ url: string }>('receiverChild.ts');
@@ -129,7 +133,7 @@ export async function benchBurst(count = 2000): Promise<{ results: BenchResult[]
     // 1. The burst: launches/s until everything is complete and delivered, health meanwhile.
     const probe = probeHealth(origin);
     const started = performance.now();
-    await postLaunches(pool, key, receiver.first.url, count);
+    await postLaunches(pool, key, receiver.first.url, count, service);
     await drained(opened.db);
     const seconds = (performance.now() - started) / 1000;
     const during = probe.stop();
@@ -137,7 +141,7 @@ export async function benchBurst(count = 2000): Promise<{ results: BenchResult[]
     // 2. A backlog and a SIGKILL: half as many launches accepted, the service killed at once, restarted
     //    on the same data (its clock past the dead process's leases); health from the port opening on.
     const backlog = Math.round(count / 2);
-    await postLaunches(pool, key, receiver.first.url, backlog);
+    await postLaunches(pool, key, receiver.first.url, backlog, service);
     await pool.close();
     service.child.kill('SIGKILL');
     await service.exited;

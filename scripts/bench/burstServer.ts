@@ -4,17 +4,18 @@
  * socket bounds) over the data directory BENCH_DIR with BENCH_SECRET_KEY (base64), on BENCH_PORT
  * (0 for any), so the parent can prepare the database and the child owns the CPU of a service.
  * BENCH_CLOCK_OFFSET_MS moves its clock forward (a restart standing for time past a killed
- * process's leases). Prints `{"port": N}` once listening; exits on SIGTERM.
+ * process's leases). Prints `{"port": N}` once listening; logs errors (JSON, to stderr: stdout carries
+ * the port line); exits on SIGTERM.
  */
 import { serveService } from '../../src/app/serve.js';
 import { createService } from '../../src/app/service.js';
-import { silentLogger } from '../../src/lib/logger.js';
+import { destination, pino } from 'pino';
 import { benchConfig } from './config.js';
 
 const offset = Number(process.env.BENCH_CLOCK_OFFSET_MS ?? 0);
 const clock = { now: () => Date.now() + offset };
 const config = benchConfig(process.env.BENCH_DIR ?? '', Buffer.from(process.env.BENCH_SECRET_KEY ?? '', 'base64'));
-const service = await createService(config, { logger: silentLogger(), clock });
+const service = await createService(config, { logger: pino({ level: 'error' }, destination(process.env.BENCH_ERR_LOG ?? 2)), clock });
 const { server, port } = await serveService(service, { port: Number(process.env.BENCH_PORT ?? 0), hostname: '127.0.0.1', limits: config.http });
 service.start();
 process.stdout.write(`${JSON.stringify({ port })}\n`);

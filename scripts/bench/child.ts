@@ -13,6 +13,8 @@ export interface BenchChild<T> {
   /** Resolves with the next JSON line the child prints. */
   nextLine(): Promise<unknown>;
   exited: Promise<number | null>;
+  /** What the child wrote to stderr so far (its last 2 000 characters). */
+  stderr(): string;
   stop(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export async function spawnBenchChild<T>(script: string, args: string[] = [], en
     lines,
     nextLine: () => new Promise((resolve) => lineWaiters.push(resolve)),
     exited,
+    stderr: () => stderr.slice(-2000),
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
