@@ -4,11 +4,12 @@
  * Amounts are raw base units as decimal strings.
  */
 
-export const cliffReached = (a: { vestingContract: string; beneficiary: string; cliffTime: bigint; unlockedAmount: bigint }) => ({
+/** `vesting.cliff_reached`; `unlockedAmount` is absent only when the escrow was closed before the check and the watch does not know it. */
+export const cliffReached = (a: { vestingContract: string; beneficiary: string; cliffTime: bigint; unlockedAmount: bigint | undefined }) => ({
   vestingContract: a.vestingContract,
   beneficiary: a.beneficiary,
   cliffTime: new Date(Number(a.cliffTime) * 1000).toISOString(),
-  unlockedAmount: a.unlockedAmount.toString(),
+  ...(a.unlockedAmount === undefined ? {} : { unlockedAmount: a.unlockedAmount.toString() }),
 });
 
 export const vestingClaimed = (a: { vestingContract: string; beneficiary: string; amount: bigint; totalClaimed: bigint; total: bigint; signature: string }) => ({

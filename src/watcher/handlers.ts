@@ -24,10 +24,12 @@ export function watchesForLaunch(results: Record<string, unknown>): NewWatch[] {
   if (str(vesting.escrow) !== '') {
     const schedule = obj(vesting.schedule);
     const cliff = Number(str(schedule.cliffTime) || schedule.cliffTime || 0);
+    // What the cliff unlocks, kept for a check that finds the escrow already closed (see vestingHandler.scheduled).
+    const cliffUnlocked = Number(schedule.frequencySeconds) === 0 ? str(vesting.amount) : str(schedule.cliffUnlockAmount);
     watches.push({
       kind: 'vesting',
       address: str(vesting.escrow),
-      context: { programId: str(vesting.programId), recipient: str(vesting.recipient), total: str(vesting.amount), totalClaimed: '0' },
+      context: { programId: str(vesting.programId), recipient: str(vesting.recipient), total: str(vesting.amount), totalClaimed: '0', ...(/^\d+$/.test(cliffUnlocked) ? { cliffUnlocked } : {}) },
       cliffAt: cliff > 0 ? cliff * 1000 : undefined,
     });
   }
@@ -64,7 +66,15 @@ export const vestingHandler: WatchHandler = {
   },
   async scheduled(watch, chain, now) {
     const data = await read(chain, watch.address);
-    if (!data) return { events: [], confirmed: true };
+    if (!data) {
+      // The escrow was closed before the check (the service was down across the cliff and the
+      // close): the cliff is reported from the watch (its cliff time, the recipient and, for a watch
+      // made with it, what the cliff unlocks).
+      if (watch.cliffAt === null || now < watch.cliffAt) return { events: [], confirmed: true };
+      const unlocked = str(watch.context.cliffUnlocked);
+      const event = cliffReached({ vestingContract: watch.address, beneficiary: str(watch.context.recipient), cliffTime: BigInt(Math.floor(watch.cliffAt / 1000)), unlockedAmount: /^\d+$/.test(unlocked) ? BigInt(unlocked) : undefined });
+      return { events: [{ event: 'vesting.cliff_reached', signature: watch.address, instructionIndex: -1, data: event }], confirmed: true };
+    }
     const escrow = decodeVestingEscrow(data);
     const nowSec = BigInt(Math.floor(now / 1000));
     if (nowSec < escrow.cliffTime) return { events: [], confirmed: false };

@@ -192,22 +192,60 @@ export class ChainWatcher {
       return;
     }
     let context = watchContext(watch);
+    let contextChanged = false;
     let cliffAt = watch.cliff_at === null ? null : Number(watch.cliff_at);
     let current = watch;
+    let activity = false;
 
-    // History first: a claim before the cliff check must not be reported after it. The history is
-    // read a page at a time, oldest page first (docs/architecture.md, The chain watcher): each
-    // batch's commit moves the cursor, so a pass that stops part way resumes at the next page.
+    // The scheduled check (the vesting cliff, confirmed by reading the escrow), at most once a pass.
+    // Its outcome is carried by the pass's next commit, its events ahead of that commit's own, so the
+    // fence and the event keys make it count once whichever commit carries it (docs/watcher.md).
+    const scheduled = handler.scheduled;
+    const cliffDue = () => cliffAt !== null && scheduled !== undefined && clock.now() >= cliffAt;
+    let checked = false;
+    let cliff: { events: FoundEvent[]; confirmed: boolean; end: string | undefined } | undefined;
+    const checkCliff = async (check: NonNullable<WatchHandler['scheduled']>) => {
+      const outcome = await check(this.view(current, context), chain, clock.now());
+      if (outcome.context) {
+        context = { ...context, ...outcome.context };
+        contextChanged = true;
+      }
+      // Not confirmed (the escrow says not yet): checked again one poll interval from now.
+      cliffAt = outcome.confirmed ? null : clock.now() + this.options.pollIntervalMs;
+      activity ||= outcome.events.length > 0;
+      return { events: outcome.events, confirmed: outcome.confirmed, end: outcome.end };
+    };
+    /** The check's outcome for the commit about to be made (once). */
+    const carry = () => {
+      const carried = cliff;
+      cliff = undefined;
+      return carried;
+    };
+
+    // A cliff that had passed when the pass began is checked before the history: it precedes every
+    // claim on chain, and history that ends the watch (everything claimed, the escrow closed while
+    // the service was down) cannot skip it.
+    if (cliffDue() && scheduled) {
+      cliff = await checkCliff(scheduled);
+      checked = true;
+    }
+    if (cliff?.end !== undefined) {
+      const carried = carry();
+      const { intervalMs, nextCheckAt } = this.schedule(current, activity, clock.now(), cliffAt);
+      tally.recorded += await commitProgress(db, clock, current, { events: carried?.events ?? [], cursor: watch.cursor, nextCheckAt, intervalMs, activity: (carried?.events.length ?? 0) > 0, end: carried?.end, clearCliff: true, context: contextChanged ? context : undefined });
+      return;
+    }
+
+    // Then the history, read a page at a time, oldest page first (docs/architecture.md, The chain
+    // watcher): each batch's commit moves the cursor, so a pass that stops part way resumes at the next page.
     // The lease was taken at the claim, maybe long before this watch's turn came: renewals count from there.
     const walk: HistoryWalk = { marks: [], next: undefined, newest: undefined, lastRenewal: claimedAt };
     let cursor = watch.cursor;
-    let activity = false;
     let settled = false;
-    // Whether the pass ends with the scheduled check: decided at the last history commit, which then
-    // keeps the lease for it (given back, the watch is due at once and another watcher could claim it
-    // before the check commits, fencing this pass's check out).
-    const cliffDue = () => cliffAt !== null && handler.scheduled !== undefined && clock.now() >= cliffAt;
-    let checkCliff = false;
+    // A cliff that passes during the pass is checked after the history, under the same lease: the
+    // last history commit keeps it for the check (given back, the watch is due at once and another
+    // watcher could claim it before the check commits, fencing this pass's check out).
+    let checkAfter = false;
     for (let top = false; !top; ) {
       const page = await this.nextPage(current, cursor, walk);
       top = page.top;
@@ -229,22 +267,29 @@ export class ChainWatcher {
         const last = top && i + this.options.batchSize >= entries.length;
         await this.options.beforeCommit?.(current, batch);
         const ends = outcome.end !== undefined;
-        if (last && !ends) checkCliff = cliffDue();
+        // A cliff that passed during the pass is checked before the commit that ends the watch.
+        if (ends && !checked && cliffDue() && scheduled) {
+          cliff = await checkCliff(scheduled);
+          checked = true;
+        }
+        if (last && !ends && !checked) checkAfter = cliffDue();
+        const carried = carry();
         const { intervalMs, nextCheckAt } = this.schedule(current, activity, clock.now(), cliffAt);
         tally.recorded += await commitProgress(db, clock, current, {
-          events: outcome.events,
+          events: carried ? [...carried.events, ...outcome.events] : outcome.events,
           cursor,
           nextCheckAt,
           intervalMs,
-          activity: outcome.events.length > 0,
+          activity: outcome.events.length > 0 || (carried?.events.length ?? 0) > 0,
           end: outcome.end,
-          context: outcome.context ? context : undefined,
+          context: outcome.context || contextChanged ? context : undefined,
           apply: outcome.apply,
           undecodable,
-          keepLease: (!last || checkCliff) && !ends,
+          keepLease: (!last || checkAfter) && !ends,
           leaseMs: this.options.leaseMs,
-          ...(ends ? { clearCliff: true } : {}),
+          ...(ends || carried?.confirmed ? { clearCliff: true } : {}),
         });
+        contextChanged = false;
         walk.lastRenewal = clock.now();
         if (ends) return;
         settled = last;
@@ -252,29 +297,23 @@ export class ChainWatcher {
       }
     }
 
-    // The scheduled check: the cliff, confirmed by reading the escrow, committed under the lease of
-    // the pass (the last history commit kept it); its commit gives the lease back.
-    if (!settled) checkCliff = cliffDue();
-    if (checkCliff && cliffAt !== null && handler.scheduled) {
-      const outcome = await handler.scheduled(this.view(current, context), chain, clock.now());
-      if (outcome.confirmed) cliffAt = null;
-      const { intervalMs, nextCheckAt } = this.schedule(current, activity || outcome.events.length > 0, clock.now(), outcome.confirmed ? null : clock.now() + this.options.pollIntervalMs);
-      tally.recorded += await commitProgress(db, clock, current, {
-        events: outcome.events,
-        cursor,
-        nextCheckAt,
-        intervalMs,
-        activity: outcome.events.length > 0,
-        end: outcome.end,
-        clearCliff: outcome.confirmed,
-      });
-      return;
-    }
-    if (!settled) {
-      // No new history (or none in the last page): the pass ends here, giving the lease back.
-      const { intervalMs, nextCheckAt } = this.schedule(current, activity, clock.now(), cliffAt);
-      await commitProgress(db, clock, current, { events: [], cursor, nextCheckAt, intervalMs, activity: false });
-    }
+    // No new history (or none in the last page): the pass ends here. Or the cliff passed during it:
+    // checked now, committed under the lease of the pass (the last history commit kept it).
+    if (!settled && !checked) checkAfter = cliffDue();
+    if (checkAfter && scheduled) cliff = await checkCliff(scheduled);
+    const carried = carry();
+    if (settled && !carried) return; // the last history commit gave the lease back
+    const { intervalMs, nextCheckAt } = this.schedule(current, activity, clock.now(), cliffAt);
+    tally.recorded += await commitProgress(db, clock, current, {
+      events: carried?.events ?? [],
+      cursor,
+      nextCheckAt,
+      intervalMs,
+      activity: (carried?.events.length ?? 0) > 0,
+      end: carried?.end,
+      context: contextChanged ? context : undefined,
+      ...(carried?.confirmed ? { clearCliff: true } : {}),
+    });
   }
 
   /**

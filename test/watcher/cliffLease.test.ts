@@ -24,11 +24,11 @@ function withCliff(during: () => Promise<void>): WatchHandler {
   };
 }
 
-// A pass reads the watch's history, commits it, then makes the scheduled check (the vesting cliff)
-// under the same lease (docs/watcher.md, How it works): the check is reported in the same pass, and
-// another instance cannot claim the watch in between; one that takes it over once the lease has
-// expired reports the check itself, once.
-describe('the scheduled check after the history, in one pass', () => {
+// A cliff that passes during a pass is checked after the pass's history, under the same lease
+// (docs/watcher.md, How it works): the check is reported in the same pass, and another instance
+// cannot claim the watch in between; one that takes it over once the lease has expired reports the
+// check itself, once. A cliff that had passed when the pass began is checked first.
+describe('the scheduled check and the history, in one pass', () => {
   let t: TestDb;
   let chain: EmbeddedBackend;
   const sender = Keypair.generate();
@@ -41,14 +41,17 @@ describe('the scheduled check after the history, in one pass', () => {
     tx.sign(sender);
     return chain.sendRawTransaction(tx.serialize());
   };
-  /** Two transfers into a new address, its watch with a cliff 1 s from now (the only watch due), and the clock past the cliff. */
-  const cliffWatch = async (clock: ManualClock) => {
+  /**
+   * Two transfers into a new address, its watch with a cliff 1 s from now (the only watch due), and
+   * the clock past the cliff: before the pass, or (`during`) once the pass has read the history.
+   */
+  const cliffWatch = async (clock: ManualClock, when: 'before' | 'during' = 'before') => {
     const address = Keypair.generate().publicKey;
     const signatures = [await transfer(address, 1_000_001), await transfer(address, 1_000_002)];
     const launchId = await insertLaunch(t.db, systemClock, { url: 'http://127.0.0.1:9/hook', secret: 'whsec_x', box: newSecretBox() });
     await t.db.withTables<{ watches: WatchRow }>().updateTable('watches').set({ next_check_at: 8_000_000_000_000 }).execute();
     await insertWatches(t.db, { launchId, watches: [{ kind: 'transfers', address: address.toBase58(), context: {}, cliffAt: clock.now() + 1000 }], now: clock.now(), ttlMs: 86_400_000 });
-    clock.advance(2000);
+    if (when === 'before') clock.advance(2000);
     return { signatures, launchId };
   };
   const reported = async (launchId: string) =>
@@ -57,7 +60,8 @@ describe('the scheduled check after the history, in one pass', () => {
       signature: (JSON.parse(e.body) as { data: { signature?: string } }).data.signature,
     }));
   const watchOf = (launchId: string) => t.db.withTables<{ watches: WatchRow }>().selectFrom('watches').selectAll().where('launch_id', '=', launchId).executeTakeFirstOrThrow();
-  const watcher = (clock: ManualClock, handler: WatchHandler) => new ChainWatcher({ db: t.db, clock, logger: silentLogger(), chain: chain.history, handlers: { transfers: handler }, signal: noopSignal });
+  const watcher = (clock: ManualClock, handler: WatchHandler, beforeCommit?: () => void) =>
+    new ChainWatcher({ db: t.db, clock, logger: silentLogger(), chain: chain.history, handlers: { transfers: handler }, signal: noopSignal, beforeCommit });
 
   beforeAll(async () => {
     t = await createTestDb();
@@ -69,10 +73,10 @@ describe('the scheduled check after the history, in one pass', () => {
     await t?.close();
   });
 
-  it('reports the cliff in the same pass as the history before it, after it, and gives the lease back', async () => {
+  it('reports a cliff that passes during the pass in the same pass as the history before it, after it, and gives the lease back', async () => {
     const clock = manualClock(Date.now());
-    const { signatures, launchId } = await cliffWatch(clock);
-    expect(await watcher(clock, withCliff(async () => undefined)).runOnce()).toBe(3);
+    const { signatures, launchId } = await cliffWatch(clock, 'during');
+    expect(await watcher(clock, withCliff(async () => undefined), () => clock.advance(2000)).runOnce()).toBe(3);
     expect(await reported(launchId)).toEqual([
       { event: 'test.transfer_received', signature: signatures[0] },
       { event: 'test.transfer_received', signature: signatures[1] },
@@ -81,9 +85,21 @@ describe('the scheduled check after the history, in one pass', () => {
     expect(await watchOf(launchId)).toMatchObject({ cursor: signatures[1], cliff_at: null, lease_owner: null, lease_expires_at: null, state: 'active' });
   });
 
+  it('reports a cliff that had passed when the pass began before the history, in the same commit as its first batch', async () => {
+    const clock = manualClock(Date.now() + 30_000);
+    const { signatures, launchId } = await cliffWatch(clock);
+    expect(await watcher(clock, withCliff(async () => undefined)).runOnce()).toBe(3);
+    expect(await reported(launchId)).toEqual([
+      { event: 'test.cliff_reached', signature: undefined },
+      { event: 'test.transfer_received', signature: signatures[0] },
+      { event: 'test.transfer_received', signature: signatures[1] },
+    ]);
+    expect(await watchOf(launchId)).toMatchObject({ cursor: signatures[1], cliff_at: null, lease_owner: null, lease_expires_at: null, state: 'active' });
+  });
+
   it('holds the lease from the last history commit through the check: another watcher looking meanwhile finds nothing to claim', async () => {
     const clock = manualClock(Date.now() + 60_000);
-    const { signatures, launchId } = await cliffWatch(clock);
+    const { signatures, launchId } = await cliffWatch(clock, 'during');
     let rivalRecorded: number | undefined;
     const handler = withCliff(async () => {
       if (rivalRecorded !== undefined) return; // the rival's own check, if it got that far
@@ -91,7 +107,7 @@ describe('the scheduled check after the history, in one pass', () => {
       rivalRecorded = await rival.runOnce();
     });
     const rival = watcher(clock, handler);
-    const first = watcher(clock, handler);
+    const first = watcher(clock, handler, () => clock.advance(2000));
     expect(await first.runOnce()).toBe(3);
     expect(rivalRecorded).toBe(0);
     expect((await reported(launchId)).map((e) => e.event)).toEqual(['test.transfer_received', 'test.transfer_received', 'test.cliff_reached']);
@@ -100,7 +116,7 @@ describe('the scheduled check after the history, in one pass', () => {
 
   it('a watcher that takes the watch over once the lease expired during the check reports the cliff itself, once; the late check commits nothing', async () => {
     const clock = manualClock(Date.now() + 120_000);
-    const { launchId } = await cliffWatch(clock);
+    const { launchId } = await cliffWatch(clock, 'during');
     let rivalRecorded: number | undefined;
     const handler = withCliff(async () => {
       if (rivalRecorded !== undefined) return;
@@ -111,7 +127,7 @@ describe('the scheduled check after the history, in one pass', () => {
       rivalRecorded = await rival.runOnce();
     });
     const rival = watcher(clock, handler);
-    const first = watcher(clock, handler);
+    const first = watcher(clock, handler, () => clock.advance(2000));
     expect(await first.runOnce()).toBe(2); // the history; its check's commit is refused (fenced)
     expect(rivalRecorded).toBe(1);
     expect((await reported(launchId)).map((e) => e.event)).toEqual(['test.transfer_received', 'test.transfer_received', 'test.cliff_reached']);

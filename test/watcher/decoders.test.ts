@@ -7,7 +7,7 @@ import { decodeVestingEscrow } from '../../src/chain/programs/jupiterLock/escrow
 import { CPMM_MAINNET_PROGRAM_ID, JUPITER_LOCK_PROGRAM_ID, SPL_GOVERNANCE_PROGRAM_ID } from '../../src/chain/programs/programIds.js';
 import { toHistoryTransaction, type RpcTransactionMeta } from '../../src/chain/embedded/history.js';
 import type { ChainHistory, HistoryTransaction } from '../../src/chain/history.js';
-import { vestingHandler } from '../../src/watcher/handlers.js';
+import { vestingHandler, watchesForLaunch } from '../../src/watcher/handlers.js';
 import { decodeFeeCollections } from '../../src/watcher/decoders/cpmm.js';
 import { allInstructions, INNER_KEY_BASE } from '../../src/watcher/decoders/instructions.js';
 import { TOKEN_PROGRAM_ID } from '@solana/spl-token';
@@ -217,5 +217,36 @@ describe('the cliff check (recorded escrow)', () => {
     expect(escrowTotal(state)).not.toBe(state.cliffUnlockAmount);
     // Before the cliff: not yet, check again later.
     expect(await vestingHandler.scheduled?.(watch, chain, Number(state.cliffTime) * 1000 - 1000)).toMatchObject({ events: [], confirmed: false });
+  });
+
+  it('an escrow closed before the check (downtime across the cliff and the close): the cliff is reported from the watch', async () => {
+    const { tx, accounts } = load('claim_v1');
+    const escrow = escrowOf(tx);
+    const state = decodeVestingEscrow(accounts[escrow] as Buffer);
+    const gone = { getAccountInfo: async () => null } as unknown as ChainHistory;
+    // The watch a launch gets keeps what the cliff unlocks next to the recipient.
+    const schedule = { cliffTime: Number(state.cliffTime), frequencySeconds: Number(state.frequency), cliffUnlockAmount: state.cliffUnlockAmount.toString() };
+    const [made] = watchesForLaunch({ vesting: { escrow, programId: LOCK, recipient: state.recipient.toBase58(), amount: escrowTotal(state).toString(), schedule } });
+    expect(made?.context).toMatchObject({ recipient: state.recipient.toBase58(), cliffUnlocked: state.cliffUnlockAmount.toString() });
+    const watch = { id: 'w', launchId: 'l', kind: 'vesting', address: escrow, context: made?.context ?? {}, cliffAt: made?.cliffAt ?? null };
+    const late = Number(state.cliffTime + state.frequency * (state.numberOfPeriod + 1n)) * 1000;
+    const outcome = await vestingHandler.scheduled?.(watch, gone, late);
+    expect(outcome?.confirmed).toBe(true);
+    expect(outcome?.events).toEqual([
+      {
+        event: 'vesting.cliff_reached',
+        signature: escrow,
+        instructionIndex: -1,
+        data: { vestingContract: escrow, beneficiary: state.recipient.toBase58(), cliffTime: new Date(Number(state.cliffTime) * 1000).toISOString(), unlockedAmount: state.cliffUnlockAmount.toString() },
+      },
+    ]);
+    // A schedule with frequency 0 unlocks everything at the cliff.
+    const [allAtOnce] = watchesForLaunch({ vesting: { escrow, programId: LOCK, recipient: state.recipient.toBase58(), amount: '900', schedule: { ...schedule, frequencySeconds: 0 } } });
+    expect(allAtOnce?.context).toMatchObject({ cliffUnlocked: '900' });
+    // A watch that does not know what the cliff unlocks still reports the cliff, without the amount.
+    const bare = await vestingHandler.scheduled?.({ ...watch, context: { recipient: state.recipient.toBase58() } }, gone, late);
+    expect(bare?.events[0]?.data).toEqual({ vestingContract: escrow, beneficiary: state.recipient.toBase58(), cliffTime: new Date(Number(state.cliffTime) * 1000).toISOString() });
+    // Gone before its cliff: nothing to report, and nothing left to check.
+    expect(await vestingHandler.scheduled?.(watch, gone, Number(state.cliffTime) * 1000 - 1000)).toEqual({ events: [], confirmed: true });
   });
 });
