@@ -13,6 +13,7 @@ import { createBreakerRoutes } from '../http/routes/breakers.js';
 import { createDeadLetterRoutes } from '../http/routes/deadLetters.js';
 import { createDeliveryRoutes } from '../http/routes/deliveries.js';
 import { createEventStreamRoutes } from '../http/routes/eventStream.js';
+import { createEventTypeRoutes } from '../http/routes/eventTypes.js';
 import { createFundingRoutes } from '../http/routes/funding.js';
 import type { Funding } from '../funding/funding.js';
 import { requestHash } from '../launches/idempotency.js';
@@ -94,6 +95,7 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
   return [
     ['/', createHealthRoutes(deps.health)],
     ['/', createOpenApiRoutes({ version: deps.version })],
+    ['/', createEventTypeRoutes()],
     [
       '/launches',
       createLaunchRoutes({

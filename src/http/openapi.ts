@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { launchRequestSchema } from '../launches/request.js';
-import { envelopeSchema, EVENT_DATA_SCHEMAS, type DocumentedEventKind } from '../webhooks/eventSchemas.js';
+import { envelopeSchema, EVENT_DATA_SCHEMAS, EVENT_DESCRIPTIONS, type DocumentedEventKind } from '../webhooks/eventSchemas.js';
 import { fundingPaths } from './openapiFunding.js';
 import { patchLaunchOperation, webhookEndpointPaths, webhookEventDocs } from './openapiEndpoints.js';
 
@@ -43,7 +43,7 @@ export function buildOpenApi(version: string): Json {
   );
   return {
     openapi: '3.1.0',
-    webhooks: webhookEventDocs(eventSchemas),
+    webhooks: webhookEventDocs(eventSchemas, EVENT_DESCRIPTIONS),
     info: { title: 'Token launch service', version, description: 'Launches SPL tokens as durable jobs and reports each step through signed webhooks. API version 2026-10-01 (Service-Api-Version header).' },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key sk_...; also accepted as x-api-key' } },

@@ -71,6 +71,12 @@ export const patchLaunchOperation: Json = {
 };
 
 export const webhookEndpointPaths: Json = {
+  '/api/event-types': {
+    get: {
+      summary: 'Every webhook event kind with its description and the JSON Schema of its data (no key needed); the same schemas as this document\'s webhooks section',
+      responses: { 200: json({ type: 'object', properties: { eventTypes: { type: 'array', items: { type: 'object', required: ['name', 'description', 'schema'], properties: { name: { type: 'string' }, description: { type: 'string' }, schema: { type: 'object', description: "JSON Schema (2020-12) of the event's data" } } } } } }, '{eventTypes}') },
+    },
+  },
   '/api/events/stream': {
     get: {
       summary: "The caller's events as Server-Sent Events, in outbox order; resumable with Last-Event-ID",
@@ -154,14 +160,14 @@ const signatureHeaders = [
  * OpenAPI `webhooks`: one entry per event kind, its envelope generated from the schemas in
  * `src/webhooks/eventSchemas.ts` (the ones the test route's samples and the recorded events are checked against).
  */
-export function webhookEventDocs(schemas: Record<string, Json>): Json {
+export function webhookEventDocs(schemas: Record<string, Json>, descriptions: Record<string, string> = {}): Json {
   return Object.fromEntries(
     Object.entries(schemas).map(([kind, schema]) => [
       kind,
       {
         post: {
           summary: `${kind} event`,
-          description: 'Sent to the launch webhookUrl and to every matching webhook endpoint; verify with @launch-service/webhooks (packages/webhooks).',
+          description: `${descriptions[kind] ?? ''} Sent to the launch webhookUrl and to every matching webhook endpoint; verify with @launch-service/webhooks (packages/webhooks). The catalog of kinds: GET /api/event-types.`.trim(),
           parameters: signatureHeaders,
           requestBody: { required: true, content: { 'application/json': { schema } } },
           responses: {

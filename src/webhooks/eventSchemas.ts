@@ -74,6 +74,35 @@ export const EVENT_DATA_SCHEMAS = {
 
 export type DocumentedEventKind = keyof typeof EVENT_DATA_SCHEMAS;
 
+/** When each kind is sent (docs/events.md's "When" column, shortened): `GET /api/event-types` and OpenAPI's `webhooks` show it. */
+export const EVENT_DESCRIPTIONS: Record<DocumentedEventKind, string> = {
+  'launch.queued': 'The launch was accepted, or requeued from its dead letter (then retry: true and resumeAt).',
+  'launch.processing': 'The runner started the launch\'s first step.',
+  'launch.step_complete': 'A step committed: its transactions and the addresses it created.',
+  'launch.complete': 'Every step committed and its transactions are final: the launch\'s addresses and transactions.',
+  'launch.failed': 'A non-recoverable failure, or retries exhausted: the error and every address already created.',
+  'vesting.created': 'The create_vesting step committed: the vesting escrow and its schedule.',
+  'dao.created': 'The create_dao step committed: the realm, its governance and treasury.',
+  'vesting.cliff_reached': "The vesting escrow's cliff time has passed (once per launch).",
+  'vesting.claimed': "A claim transaction on the launch's vesting escrow.",
+  'vesting.complete': 'Everything the escrow vests has been claimed, or the escrow was closed.',
+  'dao.proposal_created': "A proposal under the launch's realm.",
+  'dao.vote_cast': "A vote on a proposal under the launch's realm.",
+  'dao.proposal_passed': "A proposal's state became Succeeded, Executing or Completed.",
+  'dao.proposal_failed': "A proposal's state became Defeated or Vetoed.",
+  'fees.claimed': "A fee-collection instruction on the launch's pool.",
+  'funding.deposit_received': "A transaction the funding wallet did not pay for raised its balance (launchId null; endpoints only).",
+  'funding.low_balance': "The funding wallet's balance went below the owner's lowBalanceLamports (launchId null; endpoints only).",
+  'funding.withdrawn': 'A withdrawal from the funding wallet was sent and recorded (launchId null; endpoints only).',
+};
+
+/** The JSON Schema of one kind's `data`, as `GET /api/event-types` and OpenAPI's `webhooks` carry it. */
+export function dataJsonSchema(kind: DocumentedEventKind): Record<string, unknown> {
+  const schema = z.toJSONSchema(EVENT_DATA_SCHEMAS[kind], { io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete schema.$schema;
+  return schema;
+}
+
 /** The envelope of one event kind (docs/events.md). */
 export function envelopeSchema(kind: DocumentedEventKind) {
   return z.object({
