@@ -127,11 +127,14 @@ export const webhookEndpointPaths: Json = {
   },
   '/api/webhook-endpoints/{id}/recover': {
     post: {
-      summary: 'Re-queue the failed deliveries created since a time whose event has not reached the endpoint since',
+      summary: 'Bring back the failed (dead-lettered) deliveries to the endpoint of the events recorded in [since, until) that have not reached it since: the same deliveries and event ids, a fresh attempt series each',
       security: bearer,
       parameters: [idParam],
-      requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['since'], properties: { since: { type: 'string', format: 'date-time' } } } } } },
-      responses: { 202: { description: '{recovered: {since, deliveries, deliveryIds}}' }, ...errors(400, 401, 403, 404, 409, 415) },
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: { type: 'object', additionalProperties: false, required: ['since'], properties: { since: { type: 'string', format: 'date-time', description: 'not in the future' }, until: { type: ['string', 'null'], format: 'date-time', description: 'exclusive, after since; default now' } } } } },
+      },
+      responses: { 202: json({ type: 'object', properties: { recovered: { type: 'object', properties: { since: { type: 'string' }, until: { type: ['string', 'null'] }, deliveries: { type: 'integer', description: 'how many were re-queued' }, deliveryIds: { type: 'array', items: { type: 'string' } } } } } }, '{recovered}; 409 when the endpoint is disabled'), ...errors(400, 401, 403, 404, 409, 415) },
     },
   },
   '/api/webhook-endpoints/{id}/stats': {

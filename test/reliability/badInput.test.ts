@@ -131,6 +131,7 @@ describe('bad-input probe', () => {
       if (typeof value !== 'boolean') send('PATCH', `/api/webhook-endpoints/${endpointId}`, { url: 'http://127.0.0.1:9/other', disabled: value }, `patch disabled=${v}`);
       if (value !== 0) send('POST', `/api/webhook-endpoints/${endpointId}/rotate-secret`, { expiresInSeconds: value }, `rotate expiresInSeconds=${v}`);
       send('POST', `/api/webhook-endpoints/${endpointId}/recover`, { since: value }, `recover since=${v}`);
+      if (value !== null) send('POST', `/api/webhook-endpoints/${endpointId}/recover`, { since: '2026-01-01T00:00:00Z', until: value }, `recover until=${v}`);
       send('PATCH', `/api/launches/${launchId}`, { webhookSecret: 'a-valid-secret-of-enough-length', webhookUrl: value }, `launch webhookUrl=${v}`);
       if (typeof value !== 'string' || value.length < 16 || value.length > 256) send('PATCH', `/api/launches/${launchId}`, { webhookUrl: 'http://127.0.0.1:9/new', webhookSecret: value }, `launch webhookSecret=${v}`);
     }

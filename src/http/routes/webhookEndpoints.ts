@@ -84,10 +84,11 @@ export function createWebhookEndpointRoutes(deps: WebhookEndpointRouteDeps): Hon
 
   app.post('/:id/recover', async (c) => {
     const auth = requireScope(c, 'launches:write');
-    const { since } = parseRecover(await readJson(c), deps.clock.now());
-    const ids = await recoverEndpoint(deps, c.req.param('id'), scopeOwner(auth), since);
+    const window = parseRecover(await readJson(c), deps.clock.now());
+    const ids = await recoverEndpoint(deps, c.req.param('id'), scopeOwner(auth), window);
     deps.signal.notify();
-    return c.json({ recovered: { since: new Date(since).toISOString(), deliveries: ids.length, deliveryIds: ids } }, 202);
+    const until = window.until === undefined ? null : new Date(window.until).toISOString();
+    return c.json({ recovered: { since: new Date(window.since).toISOString(), until, deliveries: ids.length, deliveryIds: ids } }, 202);
   });
 
   app.get('/:id/stats', async (c) => {

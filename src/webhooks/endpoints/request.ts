@@ -128,14 +128,19 @@ export function parseRotate(raw: unknown): { expiresInSeconds: number } {
   return { expiresInSeconds: value as number };
 }
 
-/** `POST /webhook-endpoints/:id/recover` body: `{since: ISO 8601}`, not in the future. */
-export function parseRecover(raw: unknown, now: number): { since: number } {
+const isoTime = (value: unknown) => (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(value) ? Date.parse(value) : Number.NaN);
+
+/** `POST /webhook-endpoints/:id/recover` body: `{since: ISO 8601, until?: ISO 8601}`, since not in the future, until after since. */
+export function parseRecover(raw: unknown, now: number): { since: number; until?: number } {
   const body = objectBody(raw);
   const fields: FieldError[] = [];
-  unknownFields(body, ['since'], fields);
-  const since = typeof body.since === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(body.since) ? Date.parse(body.since) : Number.NaN;
+  unknownFields(body, ['since', 'until'], fields);
+  const since = isoTime(body.since);
   if (!Number.isFinite(since)) fields.push({ field: 'since', message: 'must be an ISO 8601 date-time, e.g. 2026-01-01T00:00:00Z' });
   else if (since > now) fields.push({ field: 'since', message: 'must not be in the future' });
+  const until = body.until === undefined || body.until === null ? undefined : isoTime(body.until);
+  if (until !== undefined && !Number.isFinite(until)) fields.push({ field: 'until', message: 'must be an ISO 8601 date-time, e.g. 2026-01-02T00:00:00Z, or left out' });
+  else if (until !== undefined && Number.isFinite(since) && until <= since) fields.push({ field: 'until', message: 'must be after since' });
   refuse(fields, 'recover request');
-  return { since };
+  return until === undefined ? { since } : { since, until };
 }

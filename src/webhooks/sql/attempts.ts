@@ -27,8 +27,8 @@ function insertAttemptsText(count: number): string {
   return text;
 }
 
-/** Every attempt of the given deliveries, in attempt order. */
+/** Every attempt of the given deliveries, in the order they were made (a recovered delivery's new series, numbered from 1, after its old one). */
 export async function listAttempts(db: DbOrTx, deliveryIds: string[]): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return [];
-  return db.selectFrom('delivery_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('attempt').orderBy('started_at').execute();
+  return db.selectFrom('delivery_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('started_at').orderBy('attempt').execute();
 }
