@@ -6,6 +6,7 @@ import { ProgramFileError } from '../chain/embedded/programs.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { DatabaseLockedError } from '../db/writerLock.js';
 import { systemClock } from '../lib/clock.js';
+import { NonRetriableError } from '../lib/retry.js';
 import { createLogger } from '../lib/logger.js';
 import { serveService } from './serve.js';
 import { createService } from './service.js';
@@ -99,12 +100,15 @@ function bindFailure(error: unknown, port: number, host: string): string | undef
   if (code === 'EADDRINUSE') return `Port ${port} on ${host} is already in use: stop the process using it or set PORT to a free port.`;
   if (code === 'EACCES') return `Port ${port} needs privileges this process does not have: set PORT to a port above 1023.`;
   if (code === 'EADDRNOTAVAIL') return `HOST=${host} is not an address of this machine: set HOST to one of its addresses (127.0.0.1 for local use).`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return `HOST=${host} cannot be resolved to an address: set HOST to an address of this machine (127.0.0.1 for local use) or a name that resolves to one.`;
   return undefined;
 }
 
 main().catch((error: unknown) => {
   // A mistake of the operator's is told in its own words; anything else with its stack.
-  if (error instanceof ConfigError || error instanceof ProgramFileError || error instanceof DatabaseLockedError) {
+  // A payer keypair file that cannot be read (SOLANA_PAYER_KEYPAIR) is such a mistake too.
+  const badSetting = error instanceof NonRetriableError && error.code === 'invalid_configuration';
+  if (error instanceof ConfigError || error instanceof ProgramFileError || error instanceof DatabaseLockedError || badSetting) {
     process.stderr.write(`launch service failed to start: ${error.message}\n`);
     process.exit(1);
   }

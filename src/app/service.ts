@@ -12,7 +12,7 @@ import { acquireWriterLock } from '../db/writerLock.js';
 import { createPostgresWakeups, noWakeups } from '../db/wakeups.js';
 import { newId } from '../lib/ids.js';
 import { processLoopBudget } from '../lib/loopBudget.js';
-import { migrateToLatest, openConfiguredDatabase, openDatabase, type Db } from '../db/database.js';
+import { MigrationError, migrateToLatest, openConfiguredDatabase, openDatabase, type Db } from '../db/database.js';
 import { ConfigError, type Config } from '../config/config.js';
 import { cachedHealth } from '../health/cachedHealth.js';
 import { checkHealth, type BreakerSource } from '../health/healthService.js';
@@ -123,7 +123,13 @@ export async function createService(
   const closers: Array<() => Promise<void> | void> = [() => writerLock.release(), () => database.close()];
   try {
     const { db } = database;
-    await migrateToLatest(db);
+    await migrateToLatest(db).catch((error: unknown) => {
+      // No migration ran: the server of DATABASE_URL cannot be used (no such host, no such database, refused).
+      if (config.postgres && error instanceof MigrationError && error.migrationName === undefined) {
+        throw new ConfigError('DATABASE_URL', `names a PostgreSQL server that cannot be used (${postgresTarget(config.postgres.url)}): ${error.reason}`);
+      }
+      throw error;
+    });
     const hashKey = requestHashKey(config.secretKey);
     await upgradeLegacyRequestHashes(db, hashKey);
     const secretBox = createSecretBox(config.secretKey);
@@ -389,4 +395,14 @@ async function finalizeAll(chain: ChainBackend, signatures: string[]): Promise<v
   if (chain.kind === 'embedded') return;
   const height = await chain.getBlockHeight();
   for (const signature of signatures) await chain.confirmTransaction(signature, height + 300, 'finalized');
+}
+
+/** Host, port and database of a PostgreSQL URL, without its user or password. */
+function postgresTarget(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `host ${parsed.hostname || 'localhost'}:${parsed.port || '5432'}, database ${decodeURIComponent(parsed.pathname.slice(1)) || parsed.username || 'postgres'}`;
+  } catch {
+    return 'an unparsable URL';
+  }
 }

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseDuration, parseDurationList } from './duration.js';
 
 export type ChainMode = 'embedded' | 'rpc';
@@ -233,6 +233,9 @@ function optionalKeyVar(env: Env, name: string): Buffer | undefined {
   return key;
 }
 
+/** The NODE_ENV values the service knows (docs/configuration.md); any other stops the start. */
+export const NODE_ENVS: readonly string[] = ['production', 'development', 'test'];
+
 /** Where CHAIN_CLONE_FROM points by default in development. */
 export const MAINNET_PUBLIC_RPC = 'https://api.mainnet-beta.solana.com';
 
@@ -275,6 +278,11 @@ export const DEFAULT_IDLE_TRANSACTION_TIMEOUT_MS = 10_000;
 export function databaseLocation(env: Env = process.env): { dataDir: string; databasePath: string; postgresUrl: string | undefined } {
   const dataDir = resolve(env.DATA_DIR && env.DATA_DIR !== '' ? env.DATA_DIR : './data');
   const databaseUrl = env.DATABASE_URL;
+  // A URL of another scheme (`postgress://`, `mysql://`) is a mistake, not a SQLite file named so.
+  const scheme = databaseUrl === undefined ? undefined : /^([a-z][a-z0-9+.-]*):\/\//i.exec(databaseUrl)?.[1];
+  if (scheme !== undefined && !/^(postgres|postgresql|sqlite|file)$/i.test(scheme)) {
+    throw new ConfigError('DATABASE_URL', `has the unknown scheme "${scheme}://": use postgres://user:password@host:5432/db, or a SQLite path (sqlite:<path> or a plain path)`);
+  }
   if (databaseUrl !== undefined && /^(postgres|postgresql):\/\//i.test(databaseUrl)) return { dataDir, databasePath: join(dataDir, 'launch-service.sqlite'), postgresUrl: databaseUrl };
   if (databaseUrl !== undefined && databaseUrl !== '') {
     return { dataDir, databasePath: databaseUrl === ':memory:' ? ':memory:' : resolve(databaseUrl.replace(/^(sqlite|file):(\/\/)?/i, '')), postgresUrl: undefined };
@@ -285,6 +293,8 @@ export function databaseLocation(env: Env = process.env): { dataDir: string; dat
 /** Reads and validates the environment; throws {@link ConfigError} naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = env.NODE_ENV && env.NODE_ENV !== '' ? env.NODE_ENV : 'development';
+  // Anything else (`prod`) would silently run in development, with its all-scope development key.
+  if (!NODE_ENVS.includes(nodeEnv)) throw new ConfigError('NODE_ENV', `must be one of ${NODE_ENVS.join(', ')} (or unset: development), got "${nodeEnv}"`);
   const production = nodeEnv === 'production';
   const logLevel = env.LOG_LEVEL && env.LOG_LEVEL !== '' ? env.LOG_LEVEL : 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
@@ -295,6 +305,9 @@ export function loadConfig(env: Env = process.env): Config {
     mkdirSync(dataDir, { recursive: true });
   } catch (error) {
     throw new ConfigError('DATA_DIR', `cannot be created: ${(error as Error).message}`);
+  }
+  if (postgresUrl === undefined && databasePath !== ':memory:' && !existsSync(dirname(databasePath))) {
+    throw new ConfigError('DATABASE_URL', `names a SQLite file in a directory that does not exist: ${databasePath}`);
   }
   let postgres: Config['postgres'];
   if (postgresUrl !== undefined) {

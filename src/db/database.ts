@@ -229,7 +229,22 @@ function withStatementCache(sqlite: SqliteDatabase.Database, onClose: () => void
   };
 }
 
-/** Runs every pending migration; throws (stopping the process) when one fails. */
+/**
+ * A migration run that failed: `migrationName` names the migration that failed; undefined when none
+ * could run (the database could not be reached: no server at that host, no such database, refused).
+ */
+export class MigrationError extends Error {
+  constructor(
+    readonly migrationName: string | undefined,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(migrationName === undefined ? `Migrations could not run: ${reason}` : `Migration ${migrationName} failed: ${reason}`, options);
+    this.name = 'MigrationError';
+  }
+}
+
+/** Runs every pending migration; throws {@link MigrationError} (stopping the process) when one fails. */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
   // Migration numbers are handed out to parallel branches, so one may land after a higher one has
   // already run on a data directory; each migration only adds its own objects, so order among
@@ -239,7 +254,7 @@ export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
     const reason = error instanceof Error ? error.message : String(error ?? 'unknown error');
-    throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${reason}`);
+    throw new MigrationError(failed?.migrationName, reason, { cause: error });
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
