@@ -13,6 +13,12 @@ export interface ListenOptions {
   events?: string;
   /** The local signing secret; a new one when not given. */
   secret?: string;
+  /** Printed instead of the secret itself (a kept secret is not shown again unless asked). */
+  secretNote?: string;
+  /** Resume after this event id (the last one a previous run forwarded); the stream's current end when absent. */
+  startAfter?: string;
+  /** Told each new place in the stream: an event forwarded, or where a new stream starts. */
+  onPosition?(eventId: string | undefined): void;
   /** Stops listening. */
   signal: AbortSignal;
   /** One line of output (stdout). */
@@ -38,8 +44,12 @@ export async function listen(options: ListenOptions): Promise<void> {
   const now = options.now ?? Date.now;
   const backoff = options.backoffMs ?? { min: 250, max: 5_000 };
   const { print, signal } = options;
-  print(`Your local webhook signing secret is ${secret} (X-Service-Signature and webhook-signature are both signed with it)`);
-  let lastEventId: string | undefined;
+  print(options.secretNote ?? `Your local webhook signing secret is ${secret} (X-Service-Signature and webhook-signature are both signed with it)`);
+  let lastEventId = options.startAfter;
+  const moveTo = (eventId: string | undefined) => {
+    lastEventId = eventId;
+    options.onPosition?.(eventId);
+  };
   let wait = backoff.min;
   let announced = false;
   while (!signal.aborted) {
@@ -52,20 +62,27 @@ export async function listen(options: ListenOptions): Promise<void> {
       if (res.status !== 200 || !res.body) {
         const text = await res.text().catch(() => '');
         const message = errorMessage(text) ?? `HTTP ${res.status}`;
+        if (res.status === 400 && lastEventId !== undefined && namesLastEventId(text)) {
+          // The event it stopped after is gone (retention deleted it) or belongs to another owner: nothing to resume after.
+          print(`The service no longer knows ${lastEventId}, the last event forwarded; starting at the stream's current end (events since then are not forwarded)`);
+          moveTo(undefined);
+          continue;
+        }
         if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw new ListenRefused(`The service refused the stream (${res.status}): ${message}`);
         throw new Error(message);
       }
-      print(announced ? `Reconnected${lastEventId ? ` after ${lastEventId}` : ''}` : `Ready: forwarding ${options.events ?? 'all'} events from ${options.serviceUrl} to ${options.forwardTo} (Ctrl-C to stop)`);
+      const resumed = !announced && lastEventId !== undefined ? `, resuming after ${lastEventId}` : '';
+      print(announced ? `Reconnected${lastEventId ? ` after ${lastEventId}` : ''}` : `Ready: forwarding ${options.events ?? 'all'} events from ${options.serviceUrl} to ${options.forwardTo}${resumed} (Ctrl-C to stop)`);
       announced = true;
       wait = backoff.min;
       for await (const message of readSse(res.body)) {
-        if (message.kind === 'id') lastEventId = message.id;
+        if (message.kind === 'id') moveTo(message.id);
         if (message.kind !== 'event') continue;
         const envelope = parseEnvelope(message.data);
         const eventId = message.id ?? envelope.id;
         const outcome = await forwardEvent(options.forwardTo, { secret, body: message.data, event: envelope.event, eventId, nowMs: now(), timeoutMs: 10_000 });
         print(`${envelope.event} ${eventId} ${describe(outcome)}`);
-        lastEventId = eventId;
+        moveTo(eventId);
       }
       if (signal.aborted) return;
       print('The stream ended; reconnecting');
@@ -97,6 +114,15 @@ function errorMessage(text: string): string | undefined {
     return (JSON.parse(text) as { error?: { message?: string } }).error?.message;
   } catch {
     return undefined;
+  }
+}
+
+function namesLastEventId(text: string): boolean {
+  try {
+    const fields = (JSON.parse(text) as { error?: { details?: { fields?: Array<{ field?: string }> } } }).error?.details?.fields ?? [];
+    return fields.some((f) => f.field === 'Last-Event-ID');
+  } catch {
+    return false;
   }
 }
 

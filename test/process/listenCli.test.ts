@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer, connect, type Server as TcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServerType } from '@hono/node-server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -98,7 +99,8 @@ function runCli(args: string[], env: Record<string, string>) {
   const lines: string[] = [];
   let stderr = '';
   const waiters: Array<{ test: (line: string) => boolean; resolve: (line: string) => void }> = [];
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'listen.ts'), ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // DATA_DIR: where the CLI keeps its secret and place (the service's own data directory, as in development).
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'listen.ts'), ...args], { cwd: root, env: { ...process.env, DATA_DIR: t.dir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   cli = child;
   let partial = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -160,6 +162,74 @@ describe('npm run listen', () => {
     run.child.kill('SIGINT');
     expect(await run.exited).toBe(0);
     expect(run.lines.at(-1)).toBe('Stopped.');
+  });
+
+  it('killed mid-launch and started again, signs with the same secret without printing it and forwards every event emitted while it was down', async () => {
+    const key = await t.key('acme', ['launches:read', 'launches:write']);
+    let secret = '';
+    const receiver = await startVerifyingReceiver(() => secret);
+    const args = ['--forward-to', receiver.url, '--events', 'launch.*'];
+    const env = { LAUNCH_API_KEY: key, LAUNCH_SERVICE_URL: serviceUrl, LAUNCH_LISTEN_SECRET: '' };
+    const first = runCli(args, env);
+    secret = /(whsec_\S+)/.exec(await first.waitFor((l) => l.includes('whsec_')))![1]!;
+    await first.waitFor((l) => l.startsWith('Ready'));
+    const statePath = join(t.dir, 'listen.json');
+    expect(statSync(statePath).mode & 0o777).toBe(0o600);
+
+    const inFlight = await t.createLaunch(key);
+    await first.waitFor(() => forwardedLines(first.lines).length >= 2);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const forwardedBefore = receiver.received.length;
+    // While it is down: the first launch goes on, and a second one runs from start to end.
+    const missed = await t.createLaunch(key);
+    const eventsOf = async (launchId: string) => ((await (await t.request(`/api/launches/${launchId}/events`, { key })).json()) as { events: Array<{ id: string; event: string }> }).events;
+    for (const launchId of [inFlight, missed]) {
+      for (let i = 0; (await eventsOf(launchId)).length < TOKEN_LAUNCH_EVENTS.length; i++) {
+        if (i > 600) throw new Error(`launch ${launchId} did not finish`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    const expected = [...(await eventsOf(inFlight)), ...(await eventsOf(missed))].map((e) => ({ eventId: e.id, event: e.event, service: true, standard: true }));
+    expect(receiver.received.length).toBeLessThan(expected.length);
+
+    const second = runCli(args, env);
+    await second.waitFor((l) => l.startsWith('Ready'));
+    await second.waitFor(() => receiver.received.length - forwardedBefore >= expected.length - forwardedBefore);
+    await second.waitFor(() => new Set(receiver.received.map((r) => r.eventId)).size >= expected.length);
+    // Every event of both launches arrived, verified with the secret the first run printed (a
+    // duplicate of the last one forwarded before the kill is allowed, none is missing).
+    expect(receiver.received.every((r) => r.service && r.standard)).toBe(true);
+    expect(expected.every((e) => receiver.received.some((r) => r.eventId === e.eventId && r.event === e.event))).toBe(true);
+    expect(second.lines.join('\n')).not.toContain('whsec_');
+    expect(second.lines[0]).toContain('the same as before');
+    second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+
+    const printed = runCli(['--print-secret'], { LAUNCH_LISTEN_SECRET: '' });
+    expect(await printed.exited).toBe(0);
+    expect(printed.lines).toEqual([secret]);
+  });
+
+  it('--from now skips the events emitted while it was down', async () => {
+    const key = await t.key('acme', ['launches:read', 'launches:write']);
+    const receiver = await startVerifyingReceiver(() => '');
+    const args = ['--forward-to', receiver.url, '--events', 'launch.*'];
+    const env = { LAUNCH_API_KEY: key, LAUNCH_SERVICE_URL: serviceUrl, LAUNCH_LISTEN_SECRET: '' };
+    const first = runCli(args, env);
+    await first.waitFor((l) => l.startsWith('Ready'));
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const missed = await t.createLaunch(key);
+    const listed = async (launchId: string) => ((await (await t.request(`/api/launches/${launchId}/events`, { key })).json()) as { events: Array<{ id: string }> }).events;
+    while ((await listed(missed)).length < TOKEN_LAUNCH_EVENTS.length) await new Promise((resolve) => setTimeout(resolve, 50));
+
+    const second = runCli([...args, '--from', 'now'], env);
+    await second.waitFor((l) => l.startsWith('Ready'));
+    const next = await t.createLaunch(key);
+    await second.waitFor(() => forwardedLines(second.lines).length >= TOKEN_LAUNCH_EVENTS.length);
+    const ids = new Set((await listed(next)).map((e) => e.id));
+    expect(forwardedLines(second.lines).map((l) => l.split(' ')[1])).toEqual([...ids]);
   });
 
   it('says in one line why the service refused it, and exits 1', async () => {
