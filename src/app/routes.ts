@@ -3,7 +3,7 @@
  * `/api` and is mounted by `createApp`.
  */
 import type { Hono } from 'hono';
-import type { RequiredProgram } from '../chain/steps/index.js';
+import type { CapabilityGap } from '../chain/steps/index.js';
 import { DEFAULT_OWNER_LIMITS, type OwnerLimits } from '../config/config.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Db, Tx } from '../db/database.js';
@@ -81,7 +81,7 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
   health: HealthResponder;
   /** Wakes the dispatcher and the runner after a launch commits. */
   launchSignal: OutboxSignal;
-  checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
+  checkCapabilities(request: LaunchRequest): Promise<CapabilityGap | undefined>;
   /** Owners' funding wallets: every launch reserves its quote; `/funding` routes. */
   funding: Funding;
   /** The operator's fee every new launch pays (LAUNCH_FEE_LAMPORTS). */

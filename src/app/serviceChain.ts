@@ -1,3 +1,4 @@
+import { clusterLacksLine, missingProgramsLine } from '../chain/missingPrograms.js';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -13,7 +14,7 @@ import { loadKeypairFile } from '../chain/rpc/payerFile.js';
 import { cpmmGenesisHook } from '../chain/programs/cpmm/genesis.js';
 import { CPMM_MAINNET_PROGRAM_ID, DEFAULT_PROGRAM_IDS, PROGRAM_NAMES, type ProgramIds } from '../chain/programs/programIds.js';
 import { requiredPrograms, stepExecutors } from '../chain/steps/index.js';
-import type { RequiredProgram, StepExecutor, StepName } from '../chain/steps/types.js';
+import type { CapabilityGap, RequiredProgram, StepExecutor, StepName } from '../chain/steps/types.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import { planFromRequest } from '../launches/plan.js';
@@ -48,6 +49,7 @@ export async function createChainBackend(
     programsDir: config.chain.programsDir,
     // CHAIN_CLONE_FROM: the steps' programs it lacks come from that cluster after the start, cached under DATA_DIR.
     clone: config.chain.cloneFrom ? { sourceUrl: config.chain.cloneFrom, programs: STEP_PROGRAMS, cacheDir: join(config.dataDir, 'programs') } : undefined,
+    expectedPrograms: STEP_PROGRAMS,
     // Accounts the pool program needs before its first pool (an AmmConfig and its fee receiver).
     genesisHooks: [cpmmGenesisHook(CPMM_MAINNET_PROGRAM_ID)],
     writeGate: deps.writeGate,
@@ -58,20 +60,24 @@ export async function createChainBackend(
 const STEP_PROGRAMS = (Object.keys(DEFAULT_PROGRAM_IDS) as Array<keyof ProgramIds>).map((key) => ({ programId: DEFAULT_PROGRAM_IDS[key], name: PROGRAM_NAMES[key] }));
 
 /**
- * The programs a request needs that are not executable on the chain (docs/api.md capability check).
- * An embedded chain that can fetch programs (CHAIN_CLONE_FROM) is asked for the missing ones first.
+ * The programs a request needs that are not executable on the chain (docs/api.md capability check),
+ * with the one line that says so: on the embedded chain the line its start logged (why they were
+ * not fetched, the two ways to provide them). An embedded chain that can fetch programs
+ * (CHAIN_CLONE_FROM) is asked for the missing ones first. Undefined when nothing is missing.
  */
-export async function checkCapabilities(chain: ChainBackend, request: LaunchRequest): Promise<RequiredProgram[]> {
+export async function checkCapabilities(chain: ChainBackend, request: LaunchRequest): Promise<CapabilityGap | undefined> {
   const plan = planFromRequest('capability-check', storedRequest(request));
   const needed = requiredPrograms(plan);
   const absent = async (list: RequiredProgram[]) => {
     const present = await Promise.all(list.map((program) => chain.isProgramExecutable(new PublicKey(program.programId))));
     return list.filter((_, i) => !present[i]);
   };
-  const missing = await absent(needed);
-  if (missing.length === 0 || !chain.fetchPrograms) return missing;
-  await chain.fetchPrograms(missing.map((program) => program.programId));
-  return absent(missing);
+  let missing = await absent(needed);
+  if (missing.length === 0) return undefined;
+  const failure = await chain.fetchPrograms?.(missing.map((program) => program.programId));
+  if (chain.fetchPrograms) missing = await absent(missing);
+  if (missing.length === 0) return undefined;
+  return { missing, line: chain.kind === 'embedded' ? missingProgramsLine(missing, failure) : clusterLacksLine(missing) };
 }
 
 /** Step executors by name. */

@@ -1,3 +1,4 @@
+import type { FetchFailure } from './missingPrograms.js';
 import type { BreakerSnapshot } from '../lib/breaker.js';
 import type { AccountInfo, Keypair, PublicKey, Transaction } from '@solana/web3.js';
 import type { ChainHistory } from './history.js';
@@ -86,9 +87,10 @@ export interface ChainBackend {
   /**
    * The embedded chain with CHAIN_CLONE_FROM: fetches those of `programIds` it lacks (or waits for
    * the fetch under way) and loads them; resolves once they are loaded or the fetch failed (then it
-   * logged one line saying why). Absent where programs cannot be fetched.
+   * logged one line saying why, and resolves with that failure while some are still missing).
+   * Absent where programs cannot be fetched.
    */
-  fetchPrograms?(programIds: string[]): Promise<void>;
+  fetchPrograms?(programIds: string[]): Promise<FetchFailure | undefined>;
   /** Health check: reads the clock sysvar and the payer account. */
   probe(): Promise<ChainProbe>;
   /** What the chain watcher reads: address histories, transactions, accounts, program scans (docs/watcher.md). */

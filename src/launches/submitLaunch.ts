@@ -1,4 +1,4 @@
-import type { RequiredProgram } from '../chain/steps/index.js';
+import type { CapabilityGap } from '../chain/steps/index.js';
 import type { LaunchRow, StepRow } from '../db/schema.js';
 import { ConflictError, DomainError, InvalidInputError, NotFoundError, UnavailableError, UnprocessableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
@@ -15,7 +15,8 @@ export interface SubmitLaunchDeps extends CreateLaunchDeps {
   production: boolean;
   /** Keys the stored idempotency request hash (see requestHashKey). */
   requestHashKey: Buffer;
-  checkCapabilities(request: LaunchRequest): Promise<RequiredProgram[]>;
+  /** What the request needs that the chain lacks, with the line that says so; undefined when nothing. */
+  checkCapabilities(request: LaunchRequest): Promise<CapabilityGap | undefined>;
   /** The owner's funding (docs/funding.md): every launch reserves its quote in its own transaction. */
   funding?: Pick<Funding, 'prepare' | 'reserve' | 'quote'> | undefined;
 }
@@ -124,17 +125,12 @@ export async function validateLaunchRequest(
 ): Promise<LaunchRequest> {
   const parsed = parseLaunchRequest(body, { requireHttps: deps.production, publicDestinationsOnly: deps.production });
   if (!parsed.ok) throw new InvalidInputError('The launch request is invalid', { fields: parsed.errors });
-  const missing = await deps.checkCapabilities(parsed.value).catch((error: unknown) => {
+  const gap = await deps.checkCapabilities(parsed.value).catch((error: unknown) => {
     logger.warn({ err: error }, 'capability check failed');
     throw new UnavailableError('The chain could not be reached to check the programs this launch needs; retry with the same Idempotency-Key', 5);
   });
-  if (missing.length > 0) {
-    throw new UnprocessableError(
-      'chain_capability_missing',
-      `The configured chain lacks ${missing.map((m) => `${m.name} (${m.programId})`).join(', ')}; on the embedded chain provide ${missing.length === 1 ? 'it' : 'them'} with CHAIN_PROGRAMS_DIR (a directory of <programId>.so files) or CHAIN_CLONE_FROM (a reachable cluster to fetch ${missing.length === 1 ? 'it' : 'them'} from), or use a cluster that has ${missing.length === 1 ? 'it' : 'them'}`,
-      { missing },
-    );
-  }
+  // In the words of the chain's own log line (README "The full launch").
+  if (gap !== undefined) throw new UnprocessableError('chain_capability_missing', gap.line, { missing: gap.missing });
   return parsed.value;
 }
 

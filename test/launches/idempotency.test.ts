@@ -33,7 +33,7 @@ async function submitter(overrides: Partial<SubmitLaunchDeps> = {}) {
     signal: { notify: () => undefined },
     production: false,
     requestHashKey: hashKey,
-    checkCapabilities: async () => [],
+    checkCapabilities: async () => undefined,
     ...overrides,
   };
   const launches = async () => (await db.selectFrom('launches').select('id').execute()).map((r) => r.id);
@@ -80,7 +80,7 @@ describe('Idempotency-Key', () => {
   it('answers 409 idempotency_in_progress while the first request with the key is still running', async () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const s = await submitter({ checkCapabilities: () => gate.then(() => []) });
+    const s = await submitter({ checkCapabilities: () => gate.then(() => undefined) });
     const body = launchBody();
     const first = s.submit(input(body, 'key-3'));
     await new Promise((resolve) => setImmediate(resolve));

@@ -79,11 +79,61 @@ describe('the service with a clone source it cannot reach (offline)', () => {
 
       const warnings = lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; err?: unknown }).filter((l) => l.level >= 40);
       expect(warnings).toHaveLength(1); // the launch came within the pause after the failed fetch: no second attempt, no second line
+      expect(error.message).toBe(warnings[0]!.msg); // the same words, as the README promises
       expect(warnings[0]!.err).toBeUndefined();
       for (const id of Object.values(DEFAULT_PROGRAM_IDS)) expect(warnings[0]!.msg).toContain(id);
       expect(warnings[0]!.msg).toContain(`could not fetch them from ${source} (ECONNREFUSED)`);
       expect(warnings[0]!.msg).toContain('CHAIN_PROGRAMS_DIR');
       expect(lines.join('\n')).not.toMatch(/\n\s+at /); // no stack trace anywhere
+      expect(stderr).toBe('');
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('with CHAIN_CLONE_FROM=off, logs at start one line naming the four programs and both ways to provide them, and refuses a full launch with that same line', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'app', 'main.ts')], {
+      cwd: root,
+      env: { ...process.env, DATA_DIR: join(dir, 'off'), PORT: '0', HOST: '127.0.0.1', CHAIN_RPC_PORT: '0', LOG_FORMAT: 'json', LOG_LEVEL: 'info', NODE_ENV: 'development', CHAIN_CLONE_FROM: 'off', CHAIN_PROGRAMS_DIR: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines: string[] = [];
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        createInterface({ input: child.stdout }).on('line', (line) => {
+          lines.push(line);
+          if (line.includes('launch service listening')) resolve((JSON.parse(line) as { port: number }).port);
+        });
+        void exited.then(() => reject(new Error(`service exited: ${stderr}`)));
+      });
+      const warnings = lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level >= 40);
+      expect(warnings).toHaveLength(1);
+      const line = warnings[0]!.msg;
+      for (const id of Object.values(DEFAULT_PROGRAM_IDS)) expect(line).toContain(id);
+      expect(line).toMatch(/^the embedded chain lacks .*; provide them with CHAIN_PROGRAMS_DIR \(a directory of <programId>\.so files\) or CHAIN_CLONE_FROM \(a reachable cluster to fetch them from\)$/);
+
+      const key = lines.find((l) => /^sk_[A-Za-z0-9_-]{40,}$/.test(l));
+      const res = await fetch(`http://127.0.0.1:${port}/api/launches/quote`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(
+          launchBody({
+            tokenStandard: 'spl-token',
+            allocations: { creator: 20, vesting: 15, treasury: 35, pool: 30 },
+            vesting: { beneficiary: '11111111111111111111111111111112', cliffSeconds: 60, periodSeconds: 60, periods: 10 },
+            dao: { name: 'Offline DAO', votingPeriodSeconds: 3600, quorumPercent: 10 },
+            pool: { quoteMint: 'So11111111111111111111111111111111111111112', quoteAmount: '1' },
+          }),
+        ),
+      });
+      expect(res.status).toBe(422);
+      const { error } = (await res.json()) as { error: { code: string; message: string } };
+      expect(error.code).toBe('chain_capability_missing');
+      expect(error.message).toBe(line);
       expect(stderr).toBe('');
     } finally {
       child.kill('SIGTERM');

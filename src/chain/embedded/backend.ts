@@ -14,6 +14,7 @@ import { historyRecord, lastHistorySeq, signatureOutcomes, signaturesForAddress,
 import { scanAccounts } from './scan.js';
 import { classifyTransactionFailure } from '../errors.js';
 import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
+import { missingProgramsLine, type NamedProgram } from '../missingPrograms.js';
 import { createProgramCloner, programCache, type CloneProgram, type ProgramCloner } from './clone.js';
 import { findProgramFiles, programFileProblem, ProgramFileError, type GenesisHook } from './programs.js';
 import { balanceOf, createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, simulate, syncClock, type Execution } from './svm.js';
@@ -36,6 +37,12 @@ export interface EmbeddedBackendOptions {
    * loaded into the running chain (docs/chain.md).
    */
   clone?: { sourceUrl: string; programs: CloneProgram[]; cacheDir: string } | undefined;
+  /**
+   * The programs the launch steps call. Without `clone` (CHAIN_CLONE_FROM=off, or unset under test),
+   * those not loaded at start are named in one warning line, the same line a launch needing them is
+   * refused with.
+   */
+  expectedPrograms?: NamedProgram[] | undefined;
   /** Automatic payer funding; `false` disables it (tests of insufficient balance). */
   funding?: { thresholdLamports: bigint; amountLamports: bigint } | false;
   /**
@@ -293,6 +300,8 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
       })
     : undefined;
   const background = cloner?.ensure();
+  const unprovided = cloner ? [] : (options.expectedPrograms ?? []).filter((p) => !loadedPrograms.includes(p.programId));
+  if (unprovided.length > 0) logger.warn(missingProgramsLine(unprovided));
 
   const backend: EmbeddedBackend = {
     kind: 'embedded',
@@ -365,7 +374,9 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     programAccounts: (programId, filters) => scanAccounts(db, programId, filters),
     applyGenesisHook: (hook) => serial(() => applyGenesisHook(hook)),
     async fetchPrograms(programIds) {
-      if (cloner) await cloner.ensure(programIds);
+      if (!cloner) return undefined;
+      const still = await cloner.ensure(programIds);
+      return still.length > 0 ? cloner.failure() : undefined;
     },
     async close() {
       stopCloning.abort();

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { join } from 'node:path';
 import { PublicKey } from '@solana/web3.js';
 import type { Logger } from '../../lib/logger.js';
+import { missingProgramsLine, type FetchFailure } from '../missingPrograms.js';
 import { programFileProblem } from './programs.js';
 
 const UPGRADEABLE_LOADER = new PublicKey('BPFLoaderUpgradeab1e11111111111111111111111');
@@ -100,13 +101,6 @@ export const programCache = {
   },
 };
 
-/** The one line an operator reads when programs are missing: which, and the two ways to provide them. */
-export function missingProgramsLine(programs: CloneProgram[], failure?: { sourceUrl: string; cause: string }): string {
-  const names = programs.map((p) => `${p.name} (${p.programId})`).join(', ');
-  const fetched = failure ? ` and could not fetch them from ${failure.sourceUrl} (${failure.cause})` : '';
-  return `the embedded chain lacks ${names}${fetched}; provide them with CHAIN_PROGRAMS_DIR (a directory of <programId>.so files) or CHAIN_CLONE_FROM (a reachable cluster to fetch them from)`;
-}
-
 /** A fetch error in a few words: the socket's code (ECONNREFUSED, ENOTFOUND, …) when there is one. */
 function shortCause(error: unknown): string {
   let current: unknown = error;
@@ -141,12 +135,15 @@ export interface ProgramCloner {
    * {@link CLONE_RETRY_AFTER_MS} without asking the source again. Resolves with the ids still missing.
    */
   ensure(programIds?: string[]): Promise<string[]>;
+  /** The last fetch's failure while it is answered without asking again (undefined after a success). */
+  failure(): FetchFailure | undefined;
 }
 
 export function createProgramCloner(options: ProgramClonerOptions): ProgramCloner {
   const { logger } = options;
   let inFlight: Promise<void> | undefined;
   let failedAt: number | undefined;
+  let lastFailure: FetchFailure | undefined;
   const missing = (ids: string[]) => ids.filter((id) => !options.isLoaded(id));
 
   const fetchOne = async (program: CloneProgram): Promise<void> => {
@@ -166,15 +163,18 @@ export function createProgramCloner(options: ProgramClonerOptions): ProgramClone
     const failed = programs.filter((_, i) => outcomes[i]?.status === 'rejected');
     if (failed.length === 0) {
       failedAt = undefined;
+      lastFailure = undefined;
       return;
     }
     failedAt = options.now();
     if (options.signal?.aborted) return;
     const first = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-    logger.warn(missingProgramsLine(failed, { sourceUrl: options.sourceUrl, cause: shortCause(first?.reason) }));
+    lastFailure = { sourceUrl: options.sourceUrl, cause: shortCause(first?.reason) };
+    logger.warn(missingProgramsLine(failed, lastFailure));
   };
 
   return {
+    failure: () => (failedAt !== undefined && options.now() - failedAt < CLONE_RETRY_AFTER_MS ? lastFailure : undefined),
     async ensure(programIds = options.programs.map((p) => p.programId)) {
       while (inFlight) await inFlight;
       if (missing(programIds).length === 0) return [];

@@ -6,7 +6,7 @@ import { createVesting } from './createVesting.js';
 import { distributeSupply } from './distributeSupply.js';
 import type { StepExecutor, StepName } from './types.js';
 
-export type { LaunchPlan, PendingTx, RequiredProgram, StepContext, StepExecutor, StepName, StepOutcome } from './types.js';
+export type { CapabilityGap, LaunchPlan, PendingTx, RequiredProgram, StepContext, StepExecutor, StepName, StepOutcome } from './types.js';
 export { requiredPrograms } from './requiredPrograms.js';
 
 /** Executors of every launch step. */

@@ -89,3 +89,9 @@ export interface RequiredProgram {
   programId: string;
   reason: string;
 }
+
+/** What a launch needs that the chain lacks, and the one line that says so (`422 chain_capability_missing`). */
+export interface CapabilityGap {
+  missing: RequiredProgram[];
+  line: string;
+}

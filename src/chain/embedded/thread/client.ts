@@ -248,7 +248,7 @@ export function connectChainThread(
       getBalance: (pubkey) => call('getBalance', pubkey.toBase58()) as Promise<number>,
       getMinimumBalanceForRentExemption: (size) => call('getMinimumBalanceForRentExemption', size) as Promise<number>,
       isProgramExecutable: (programId) => call('isProgramExecutable', programId.toBase58()) as Promise<boolean>,
-      fetchPrograms: async (programIds) => void (await call('fetchPrograms', programIds)),
+      fetchPrograms: (programIds) => call('fetchPrograms', programIds) as ReturnType<NonNullable<EmbeddedBackend['fetchPrograms']>>,
       probe: () => call('probe') as ReturnType<EmbeddedBackend['probe']>,
       history,
       airdrop: async (pubkey, lamports) => void (await call('airdrop', pubkey.toBase58(), lamports)),
