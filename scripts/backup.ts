@@ -3,7 +3,8 @@
  * DATABASE_URL), taken while the service runs (README "Operations"). Restore by putting the copy
  * in place of the database file of a stopped service that has the same SECRET_KEY.
  */
-import { resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { loadConfig } from '../src/config/config.js';
 import { backupSqliteDatabase } from '../src/db/backup.js';
 
@@ -22,6 +23,8 @@ function main(): number {
     process.stderr.write('DATABASE_URL is an in-memory database: there is nothing on disk to back up.\n');
     return 2;
   }
+  // `backups/launch-service-<date>.sqlite` on a first run: its directory is made, not reported as a database that could not be opened.
+  mkdirSync(dirname(resolve(target)), { recursive: true });
   const { bytes, ms } = backupSqliteDatabase(config.databasePath, resolve(target));
   process.stdout.write(`backed up ${config.databasePath} to ${resolve(target)} (${bytes} bytes in ${ms} ms)\n`);
   return 0;

@@ -40,7 +40,18 @@ async function main(): Promise<void> {
   process.on('SIGINT', stop);
 }
 
+/** A one-line explanation of a failed bind naming the variable to change, as the service gives; undefined for other errors. */
+function bindFailure(error: unknown): string | undefined {
+  const { code, port, address } = (error ?? {}) as NodeJS.ErrnoException & { port?: number; address?: string };
+  const where = `${address ?? process.env.CHAIN_RPC_HOST ?? '127.0.0.1'}`;
+  // PubSub takes the port after CHAIN_RPC_PORT: either may be the taken one.
+  if (code === 'EADDRINUSE') return `Port ${port ?? '?'} on ${where} is already in use (another validator, or a service serving its local cluster there): stop the process using it or set CHAIN_RPC_PORT to a free port (PubSub takes the next one too).`;
+  if (code === 'EACCES') return `Port ${port ?? '?'} needs privileges this process does not have: set CHAIN_RPC_PORT to a port above 1023.`;
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `CHAIN_RPC_HOST=${where} is not an address of this machine: set CHAIN_RPC_HOST to one of its addresses (127.0.0.1 for local use).`;
+  return undefined;
+}
+
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`${bindFailure(error) ?? (error instanceof Error ? error.message : String(error))}\n`);
   process.exit(1);
 });
