@@ -126,6 +126,10 @@ export interface WebhookEndpointsTable {
   disabled_reason: string | null;
   /** Start of the current run of failed attempts; null after a success. */
   failing_since: number | null;
+  /** At most this many deliveries a second (null: no throttle); migration 040. */
+  rate_limit_per_second: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The lease-clock time (ms) of the endpoint's next send slot while throttled. */
+  rate_next_at: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: number;
   updated_at: number;
 }

@@ -22,6 +22,7 @@ import type { LeaseOfferedArgs } from './sql/leaseOffered.js';
 import type { DeliveryContext } from './sql/deliveryQueries.js';
 import { signingSecrets } from './endpoints/signing.js';
 import { releaseClaim, releaseClaims, renewClaim } from './sql/settleDeliveries.js';
+import { slotSpacingMs } from './sql/throttle.js';
 
 export interface DispatcherOptions {
   retrySchedule: readonly number[];
@@ -88,9 +89,16 @@ const YOUNG_MS = 10;
 const SPENT_CHECK_MS = 1_000;
 /** Offers waiting for a turn, at most; beyond that the table is searched (an ordinary claim finds them too). */
 const MAX_OFFERED = 256;
+/**
+ * A throttled endpoint's delivery starts within this long of its claim (its send slot) or is given
+ * back unsent, so a delay in our queue never squeezes two slots together (sql/throttle.ts).
+ */
+const SLOT_SLACK_MS = 50;
 
 interface Item extends ClaimedDelivery {
   trial: boolean;
+  /** When it was claimed (the lease clock): a throttled delivery's send slot. */
+  claimedAt: number;
   /** Resolves when the item's attempt is settled, or it was given back. */
   done: Promise<void>;
   finish(): void;
@@ -176,6 +184,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const offered: DeliveryOffer[] = [];
   /** When the ordinary claim last ran (the lease clock). */
   let lastSearchAt = -Infinity;
+  /** Wakes the claim for a throttled endpoint's next send slot (sql/throttle.ts), the earliest one. */
+  let slotTimer: NodeJS.Timeout | undefined;
+  let slotAt = Infinity;
 
   const poll = createPollLoop({
     logger: log,
@@ -380,12 +391,33 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     });
   }
 
+  /**
+   * A throttled endpoint had a delivery claimed now: its next slot comes one spacing later, and the
+   * claim must run then (nothing else would wake it before the poll interval).
+   */
+  function wakeForSlot(rate: number): void {
+    const at = clock.now() + slotSpacingMs(rate) + 1;
+    if (at >= slotAt || stopping) return;
+    if (slotTimer) clearTimeout(slotTimer);
+    slotAt = at;
+    slotTimer = setTimeout(() => {
+      slotTimer = undefined;
+      slotAt = Infinity;
+      notified += 1;
+      claimable = true;
+      poll.wake();
+    }, at - clock.now());
+    slotTimer.unref();
+  }
+
   function enqueue(row: ClaimedDelivery, trial: boolean): Item {
     let finish: () => void = () => undefined;
     const done = new Promise<void>((resolve) => (finish = resolve));
+    if (row.ctx.rateLimitPerSecond !== null) wakeForSlot(row.ctx.rateLimitPerSecond);
     const item: Item = {
       ...row,
       trial,
+      claimedAt: clock.now(),
       done,
       finish() {
         // A delivery given back, or settled with its retry already due, may have been claimed again
@@ -417,7 +449,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     // Too little of the lease is left for a whole attempt: another claim may take it over
     // mid-flight. Give it back under its token instead of sending under a stale one.
     const stale = item.leaseExpiresAt - now < options.leaseMs / 2;
-    if (stale || (!item.trial && !breakers.admits(item.endpoint))) {
+    // A throttled delivery that waited in the queue past its slot goes back unsent: sent now it could
+    // land too close to the endpoint's next slot. Given back, no attempt is spent.
+    const lateForSlot = item.ctx.rateLimitPerSecond !== null && now - item.claimedAt > SLOT_SLACK_MS;
+    if (stale || lateForSlot || (!item.trial && !breakers.admits(item.endpoint))) {
       // (A breaker that opened after the claim: the delivery goes back without spending an attempt.)
       giveBack(item);
       return;
@@ -563,6 +598,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     async stop() {
       stopping = true;
+      if (slotTimer) clearTimeout(slotTimer);
+      slotTimer = undefined;
+      slotAt = Infinity;
       await poll.stop();
       await chain;
       // What was claimed ahead and never sent goes back at once, under its tokens.

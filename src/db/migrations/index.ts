@@ -23,6 +23,7 @@ import * as m024 from './024_settle_and_claim_function.js';
 import * as m025 from './025_claim_generic_plans.js';
 import * as m026 from './026_rowid_after_xid.js';
 import * as m028 from './028_owner_bounds.js';
+import * as m040 from './040_endpoint_throttle.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -50,6 +51,7 @@ export const migrations: Record<string, Migration> = {
   '025_claim_generic_plans': m025,
   '026_rowid_after_xid': m026,
   '028_owner_bounds': m028,
+  '040_endpoint_throttle': m040,
 };
 
 export const migrationProvider: MigrationProvider = {

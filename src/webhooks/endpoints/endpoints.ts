@@ -49,6 +49,8 @@ export async function createEndpoint(deps: EndpointDeps, owner: string, input: E
     disabled_at: null,
     disabled_reason: null,
     failing_since: null,
+    rate_limit_per_second: input.rateLimitPerSecond ?? null,
+    rate_next_at: null,
     created_at: now,
     updated_at: now,
   };
@@ -65,7 +67,7 @@ export async function createEndpoint(deps: EndpointDeps, owner: string, input: E
 }
 
 /**
- * Updates url, events, description, disabled. A new URL applies to the endpoint's pending deliveries
+ * Updates url, events, description, disabled, rateLimitPerSecond. A new URL applies to the endpoint's pending deliveries
  * too (due at once); disabling pauses them, enabling resumes them.
  */
 export async function updateEndpoint(deps: EndpointDeps, id: string, owner: string | undefined, patch: EndpointPatchInput): Promise<WebhookEndpointRow> {
@@ -77,6 +79,7 @@ export async function updateEndpoint(deps: EndpointDeps, id: string, owner: stri
     if (patch.url !== undefined) set.url = patch.url;
     if (patch.events !== undefined) set.events = JSON.stringify(patch.events);
     if (patch.description !== undefined) set.description = patch.description;
+    if (patch.rateLimitPerSecond !== undefined) set.rate_limit_per_second = patch.rateLimitPerSecond;
     await trx.updateTable('webhook_endpoints').set(set).where('id', '=', id).execute();
     if (patch.url !== undefined && patch.url !== current.url) {
       await trx

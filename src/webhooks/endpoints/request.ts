@@ -11,6 +11,8 @@ export interface EndpointCreateInput {
   events: string[];
   description: string | null;
   signatureScheme: SignatureSchemeName;
+  /** At most this many deliveries a second; null or absent: no throttle. */
+  rateLimitPerSecond?: number | null;
 }
 
 export interface EndpointPatchInput {
@@ -18,6 +20,7 @@ export interface EndpointPatchInput {
   events?: string[];
   description?: string | null;
   disabled?: boolean;
+  rateLimitPerSecond?: number | null;
 }
 
 const MAX_FILTERS = 50;
@@ -62,6 +65,18 @@ function checkDescription(value: unknown, fields: FieldError[]): string | null |
   return value;
 }
 
+/** The most a throttle may allow: beyond it a throttle says nothing the per-endpoint in-flight cap does not. */
+export const MAX_RATE_LIMIT_PER_SECOND = 1_000;
+
+function checkRate(value: unknown, fields: FieldError[]): number | null | undefined {
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_RATE_LIMIT_PER_SECOND) {
+    fields.push({ field: 'rateLimitPerSecond', message: `must be an integer from 1 to ${MAX_RATE_LIMIT_PER_SECOND}, or null for no throttle` });
+    return undefined;
+  }
+  return value;
+}
+
 function objectBody(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidInputError('Request body must be a JSON object');
   return body as Record<string, unknown>;
@@ -79,22 +94,23 @@ function refuse(fields: FieldError[], what: string): void {
 export function parseEndpointCreate(raw: unknown, options: { requireHttps: boolean }): EndpointCreateInput {
   const body = objectBody(raw);
   const fields: FieldError[] = [];
-  unknownFields(body, ['url', 'events', 'description', 'signatureScheme'], fields);
+  unknownFields(body, ['url', 'events', 'description', 'signatureScheme', 'rateLimitPerSecond'], fields);
   const urlProblem = webhookUrlProblem(body.url, options.requireHttps);
   if (urlProblem) fields.push({ field: 'url', message: urlProblem });
   const events = body.events === undefined ? ['*'] : checkEvents(body.events, fields);
   const description = body.description === undefined ? null : checkDescription(body.description, fields);
   const scheme = body.signatureScheme === undefined ? 'service' : body.signatureScheme;
   if (scheme !== 'service' && scheme !== 'standard') fields.push({ field: 'signatureScheme', message: 'must be "service" or "standard"' });
+  const rateLimitPerSecond = body.rateLimitPerSecond === undefined ? null : checkRate(body.rateLimitPerSecond, fields);
   refuse(fields, 'webhook endpoint');
-  return { url: body.url as string, events: events!, description: description ?? null, signatureScheme: scheme as SignatureSchemeName };
+  return { url: body.url as string, events: events!, description: description ?? null, signatureScheme: scheme as SignatureSchemeName, rateLimitPerSecond: rateLimitPerSecond ?? null };
 }
 
 /** `PATCH /webhook-endpoints/:id` body: any of `{url, events, description, disabled}`. */
 export function parseEndpointPatch(raw: unknown, options: { requireHttps: boolean }): EndpointPatchInput {
   const body = objectBody(raw);
   const fields: FieldError[] = [];
-  unknownFields(body, ['url', 'events', 'description', 'disabled'], fields);
+  unknownFields(body, ['url', 'events', 'description', 'disabled', 'rateLimitPerSecond'], fields);
   const out: EndpointPatchInput = {};
   if (body.url !== undefined) {
     const problem = webhookUrlProblem(body.url, options.requireHttps);
@@ -107,7 +123,11 @@ export function parseEndpointPatch(raw: unknown, options: { requireHttps: boolea
     if (typeof body.disabled !== 'boolean') fields.push({ field: 'disabled', message: 'must be true or false' });
     else out.disabled = body.disabled;
   }
-  if (fields.length === 0 && Object.keys(out).length === 0) fields.push({ field: 'body', message: 'give at least one of url, events, description, disabled' });
+  if (body.rateLimitPerSecond !== undefined) {
+    const rate = checkRate(body.rateLimitPerSecond, fields);
+    if (rate !== undefined) out.rateLimitPerSecond = rate;
+  }
+  if (fields.length === 0 && Object.keys(out).length === 0) fields.push({ field: 'body', message: 'give at least one of url, events, description, disabled, rateLimitPerSecond' });
   refuse(fields, 'webhook endpoint update');
   return out;
 }

@@ -5,6 +5,7 @@ import { isPostgres } from '../../db/dialect.js';
 import { execSql, placeholders } from '../../db/sqlText.js';
 import { hostOfEndpoint } from '../endpointKey.js';
 import { laneHost, shareSlots, type Lane } from './shareSlots.js';
+import { takeSlots, throttledEndpoints } from './throttle.js';
 
 export interface ClaimArgs {
   /** The lease owner: the claiming dispatcher's id. */
@@ -86,6 +87,7 @@ export type ClaimedRowPg = DeliveryRow & {
   signature_scheme: 'service' | 'standard' | null;
   previous_secret_enc: string | null;
   previous_secret_expires_at: number | null;
+  rate_limit_per_second: number | null;
 };
 
 /**
@@ -277,16 +279,28 @@ const SET_LEASE_PG = `set lease_owner = ?, lease_expires_at = ${LEASE_NOW_PG} + 
 async function claimLanesSqlite(db: DbOrTx, args: ClaimArgs, shares: Map<Lane, number>): Promise<DeliveryRow[]> {
   const running = args.running?.length ?? 0;
   const t = text(`sqlite:lane:${running}`, () => `
-      select y.id from deliveries y
+      select y.id, y.endpoint_id from deliveries y
       where y.endpoint = ? and y.owner = ? and ${dueText(false, running)}
       order by y.next_attempt_at
       limit ?`);
   const due = dueParams(false, args);
+  // Throttled endpoints (sql/throttle.ts): one delivery each whose slot has come, none of the others.
+  const throttled = await throttledEndpoints(db, args.now);
+  const taken = new Map<string, number>();
   const out: DeliveryRow[] = [];
   for (const [lane, n] of shares) {
-    const { rows: ids } = await execSql<{ id: string }>(db, t, [lane.endpoint, lane.owner, ...due, n]);
-    for (const { id } of ids) out.push(...(await execSql<DeliveryRow>(db, LEASE_BY_ID_SQLITE, [args.owner, args.now + args.leaseMs, args.now, id])).rows);
+    const { rows: ids } = await execSql<{ id: string; endpoint_id: string | null }>(db, t, [lane.endpoint, lane.owner, ...due, n]);
+    for (const { id, endpoint_id: endpointId } of ids) {
+      const throttle = endpointId === null ? undefined : throttled.get(endpointId);
+      if (throttle) {
+        if (!throttle.open) continue;
+        throttle.open = false;
+        taken.set(endpointId!, throttle.rate);
+      }
+      out.push(...(await execSql<DeliveryRow>(db, LEASE_BY_ID_SQLITE, [args.owner, args.now + args.leaseMs, args.now, id])).rows);
+    }
   }
+  await takeSlots(db, args.now, taken);
   return out;
 }
 

@@ -20,6 +20,8 @@ export interface DeliveryContext {
   scheme: 'service' | 'standard';
   previousSecretSealed: string | null;
   previousSecretExpiresAt: number | null;
+  /** The endpoint's throttle (docs/webhooks.md, "Throttle"): at most this many deliveries a second; null: none. */
+  rateLimitPerSecond: number | null;
 }
 
 export interface ContextRow {
@@ -38,6 +40,7 @@ export interface ContextRow {
   signature_scheme: 'service' | 'standard' | null;
   previous_secret_enc: string | null;
   previous_secret_expires_at: number | null;
+  rate_limit_per_second: number | null;
 }
 
 /**
@@ -54,7 +57,7 @@ function contextsText(count: number): string {
   if (text === undefined) {
     // An owner's own events have no launch: the owner is in their key (`own_<owner>`, outbox.ts).
     text = `select d.id, d.launch_id, d.endpoint_id, ${OWNER_OF_DELIVERY} as owner, e.id as event_id, e.event, e.sequence, e.body, e.request_id,
-        l.webhook_secret_enc, w.secret_enc, w.signature_scheme, w.previous_secret_enc, w.previous_secret_expires_at
+        l.webhook_secret_enc, w.secret_enc, w.signature_scheme, w.previous_secret_enc, w.previous_secret_expires_at, w.rate_limit_per_second
       from deliveries d
       inner join outbox_events e on e.id = d.event_id
       left join launches l on l.id = d.launch_id
@@ -96,6 +99,7 @@ export function contextOf(row: ContextRow): DeliveryContext | undefined {
     scheme: endpoint ? (row.signature_scheme ?? 'service') : 'service',
     previousSecretSealed: endpoint ? row.previous_secret_enc : null,
     previousSecretExpiresAt: endpoint && row.previous_secret_expires_at !== null ? Number(row.previous_secret_expires_at) : null,
+    rateLimitPerSecond: endpoint && row.rate_limit_per_second !== null && row.rate_limit_per_second !== undefined ? Number(row.rate_limit_per_second) : null,
   };
 }
 

@@ -1,0 +1,40 @@
+import type { DbOrTx } from '../../db/database.js';
+import { execSql } from '../../db/sqlText.js';
+
+/**
+ * Per-endpoint throttle (docs/webhooks.md, "Throttle"): an endpoint with `rate_limit_per_second` R
+ * gets one send slot every RATE_WINDOW_MS / R ms, so at most R attempts start in any second, with
+ * 100 ms of that window left for the jitter between our start and the receiver's clock. The claim
+ * leases at most one delivery of a throttled endpoint whose slot has come and moves the slot on;
+ * the others stay pending (no attempt counted, no breaker effect). Migration 040 does the same in
+ * PostgreSQL's claim function, with the same constant.
+ */
+export const RATE_WINDOW_MS = 1_100;
+
+/** The time between two send slots of an endpoint throttled to `rate` a second. */
+export function slotSpacingMs(rate: number): number {
+  return Math.ceil(RATE_WINDOW_MS / rate);
+}
+
+export interface ThrottledEndpoint {
+  rate: number;
+  /** Whether its slot has come (its next delivery may be leased now). */
+  open: boolean;
+}
+
+/** Every throttled endpoint with whether its slot has come at `now` (the partial index of migration 040). SQLite's claim; PostgreSQL's is in its claim function. */
+export async function throttledEndpoints(db: DbOrTx, now: number): Promise<Map<string, ThrottledEndpoint>> {
+  const { rows } = await execSql<{ id: string; rate: number; next_at: number | null }>(db, THROTTLED_TEXT, []);
+  const out = new Map<string, ThrottledEndpoint>();
+  for (const r of rows) out.set(r.id, { rate: Number(r.rate), open: r.next_at === null || Number(r.next_at) <= now });
+  return out;
+}
+
+const THROTTLED_TEXT = `select id, rate_limit_per_second as rate, rate_next_at as next_at from webhook_endpoints where rate_limit_per_second is not null`;
+
+/** Moves each endpoint's next send slot one spacing past `now` (it was given a delivery at `now`). */
+export async function takeSlots(db: DbOrTx, now: number, taken: ReadonlyMap<string, number>): Promise<void> {
+  for (const [id, rate] of taken) await execSql(db, TAKE_TEXT, [now + slotSpacingMs(rate), id]);
+}
+
+const TAKE_TEXT = `update webhook_endpoints set rate_next_at = ? where id = ?`;
