@@ -1,7 +1,7 @@
 import { initialLpAmount } from '../chain/programs/cpmm/initialize.js';
 import { solToLamports } from '../chain/steps/support.js';
 import { splitSupply } from '../chain/steps/allocations.js';
-import type { LaunchPlan } from '../chain/steps/types.js';
+import { cpmmPoolOf, type LaunchPlan } from '../chain/steps/types.js';
 
 export interface LimitProblem {
   field: string;
@@ -28,9 +28,10 @@ export function chainLimitProblems(plan: Omit<LaunchPlan, 'launchId'>): LimitPro
     problems.push({ field: 'vesting.periods', message: `must not exceed the vested amount in base units (${vested}), so every period unlocks something` });
   }
   const pooled = shares.get('pool');
-  if (plan.pool && pooled !== undefined && pooled > 0n) {
+  const cpmm = cpmmPoolOf(plan);
+  if (cpmm && pooled !== undefined && pooled > 0n) {
     try {
-      initialLpAmount(pooled, solToLamports(plan.pool.quoteAmount));
+      initialLpAmount(pooled, solToLamports(cpmm.quoteAmount));
     } catch {
       problems.push({ field: 'pool.quoteAmount', message: 'is too small for this pool: sqrt(pool tokens × quote lamports) must exceed 100 (Raydium CPMM locks 100 LP tokens)' });
     }

@@ -18,6 +18,7 @@ export function planFromRequest(launchId: string, request: Record<string, unknow
     ...(r.vesting ? { vesting: r.vesting } : {}),
     ...(r.dao ? { dao: r.dao } : {}),
     ...(r.pool ? { pool: r.pool } : {}),
+    ...(r.fees ? { fees: r.fees } : {}),
     ...(fee ? { operatorFee: { lamports: Number(fee.lamports), recipient: fee.recipient } } : {}),
   };
 }

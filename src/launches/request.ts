@@ -45,6 +45,69 @@ const chainText = (maxBytes: number, limit: string) =>
 /** Schemes a wallet fetches token metadata from. */
 const URI_SCHEMES = ['https:', 'ipfs:', 'ar:'];
 
+/** A decimal amount of SOL: positive, at most 9 decimals. */
+const solAmount = z.string().regex(/^(?=.*[1-9])\d{1,12}(\.\d{1,9})?$/, 'must be a positive decimal string of SOL, at most 9 decimals');
+const quoteMint = z.literal(WSOL_MINT, { message: `only SOL (${WSOL_MINT}) is supported as the quote mint` });
+
+/** `pool.kind: "cpmm"` (the default): a Raydium CPMM pool seeded with the pool allocation. */
+const cpmmPoolSchema = z.strictObject({
+  kind: z.literal('cpmm').optional(),
+  quoteMint,
+  quoteAmount: solAmount,
+});
+
+/** `pool.kind: "bonding-curve"`: a Meteora Dynamic Bonding Curve that graduates to DAMM v2 (docs/programs.md). */
+const curvePoolSchema = z.strictObject({
+  kind: z.literal('bonding-curve'),
+  quoteMint,
+  initialMarketCap: solAmount,
+  graduationMarketCap: solAmount,
+  graduationSupplyPercent: z.number().int('must be a whole percent').min(1).max(90).default(20),
+  tradingFeeBps: z.number().int('must be a whole number of basis points').min(25).max(1000).default(100),
+  creatorFeePercent: z.number().int('must be a whole percent').min(0).max(100).default(50),
+  antiSniping: z.boolean().default(false),
+  firstBuy: z.strictObject({ quoteAmount: solAmount }).optional(),
+});
+
+const poolSchema = z.discriminatedUnion('kind', [cpmmPoolSchema, curvePoolSchema], {
+  error: (issue) => (issue.code === 'invalid_union' ? 'must be "cpmm" (the default) or "bonding-curve"' : undefined),
+});
+
+function isCurvePool(pool: unknown): pool is z.output<typeof curvePoolSchema> {
+  return typeof pool === 'object' && pool !== null && (pool as { kind?: unknown }).kind === 'bonding-curve';
+}
+
+/** Allocations when the request names none: everything to the creator, or to the curve on a bonding-curve launch. */
+function defaultAllocations(pool: unknown): { creator: number; vesting: number; treasury: number; pool: number } {
+  return isCurvePool(pool) ? { creator: 0, vesting: 0, treasury: 0, pool: 100 } : { creator: 100, vesting: 0, treasury: 0, pool: 0 };
+}
+
+/** What a bonding-curve launch may ask for beyond its pool section's own fields. */
+function curveRequestRules(req: { pool?: unknown; allocations?: Record<string, number> | undefined; decimals?: unknown; dao?: unknown; vesting?: unknown }, ctx: z.RefinementCtx): void {
+  const pool = req.pool as z.output<typeof curvePoolSchema>;
+  for (const kind of ['creator', 'treasury'] as const) {
+    const share = req.allocations?.[kind];
+    if (typeof share === 'number' && share > 0) {
+      ctx.addIssue({ code: 'custom', path: ['allocations', kind], message: 'must be 0 on a bonding-curve launch: the curve mints the supply, so allocations may name only pool and vesting' });
+    }
+  }
+  const vesting = req.allocations?.vesting;
+  if ((typeof vesting === 'number' && vesting > 0) || req.vesting !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['vesting'], message: 'is not built yet for bonding-curve launches (locked vesting through the curve)' });
+  }
+  if (req.dao !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['dao'], message: 'is not built yet for bonding-curve launches' });
+  }
+  if (typeof req.decimals === 'number' && (req.decimals < 6 || req.decimals > 9)) {
+    ctx.addIssue({ code: 'custom', path: ['decimals'], message: 'must be 6 to 9 on a bonding-curve launch (what the Dynamic Bonding Curve program supports)' });
+  }
+  const initial = typeof pool.initialMarketCap === 'string' ? Number(pool.initialMarketCap) : NaN;
+  const graduation = typeof pool.graduationMarketCap === 'string' ? Number(pool.graduationMarketCap) : NaN;
+  if (initial > 0 && graduation > 0 && !(graduation > initial)) {
+    ctx.addIssue({ code: 'custom', path: ['pool', 'graduationMarketCap'], message: 'must be greater than pool.initialMarketCap' });
+  }
+}
+
 /** The launch request body (docs/api.md); strict: unknown fields are refused. */
 export const launchRequestSchema = z
   .strictObject({
@@ -62,7 +125,7 @@ export const launchRequestSchema = z
     creator: pubkey,
     allocations: z
       .strictObject({ creator: percent.default(0), vesting: percent.default(0), treasury: percent.default(0), pool: percent.default(0) })
-      .default({ creator: 100, vesting: 0, treasury: 0, pool: 0 }),
+      .optional(),
     vesting: z
       .strictObject({
         beneficiary: pubkey,
@@ -78,10 +141,14 @@ export const launchRequestSchema = z
         quorumPercent: z.number().int().min(1).max(100),
       })
       .optional(),
-    pool: z
+    pool: poolSchema.optional(),
+    fees: z
       .strictObject({
-        quoteMint: z.literal(WSOL_MINT, { message: `only SOL (${WSOL_MINT}) is supported as the quote mint` }),
-        quoteAmount: z.string().regex(/^(?=.*[1-9])\d{1,12}(\.\d{1,9})?$/, 'must be a positive decimal string of SOL, at most 9 decimals'),
+        recipient: z
+          .string()
+          .refine((v) => v === 'creator' || v === 'treasury' || isPubkey(v), { message: 'must be "creator", "treasury" or a base58 Solana public key' })
+          .default('creator'),
+        autoClaimMinLamports: z.string().regex(/^[1-9]\d{0,18}$/, 'must be a positive whole number of lamports, as a decimal string').optional(),
       })
       .optional(),
     revokeMintAuthority: z.boolean().default(false),
@@ -90,7 +157,9 @@ export const launchRequestSchema = z
   })
   .superRefine((req, ctx) => {
     // Zod runs this even when fields failed, on untransformed input: check only what parsed.
-    const a = req.allocations;
+    const curve = isCurvePool(req.pool);
+    if (curve) curveRequestRules(req, ctx);
+    const a = req.allocations ?? defaultAllocations(req.pool);
     const shares = [a?.creator, a?.vesting, a?.treasury, a?.pool];
     if (!shares.every((n) => typeof n === 'number')) return;
     if (a.creator + a.vesting + a.treasury + a.pool !== 100) {
@@ -105,10 +174,14 @@ export const launchRequestSchema = z
     if (req.dao && req.tokenStandard === 'token-2022') {
       ctx.addIssue({ code: 'custom', path: ['tokenStandard'], message: 'must be spl-token when dao is requested (SPL Governance rejects Token-2022 mints)' });
     }
+    if (req.fees?.recipient === 'treasury' && req.dao === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['fees', 'recipient'], message: 'may be "treasury" only when dao is requested (the realm\'s native treasury receives the fees)' });
+    }
     if (typeof req.totalSupply === 'bigint' && Number.isInteger(req.decimals) && req.decimals >= 0 && req.decimals <= 9 && req.totalSupply * 10n ** BigInt(req.decimals) > U64_MAX) {
       ctx.addIssue({ code: 'custom', path: ['totalSupply'], message: `times 10^decimals must fit in a u64 (max ${U64_MAX})` });
     }
-  });
+  })
+  .transform((req) => ({ ...req, allocations: req.allocations ?? defaultAllocations(req.pool) }));
 
 export interface ParseOptions {
   /** Production: the webhook URL must be https. */

@@ -2,9 +2,14 @@ import { STEP_ORDER, type StepName } from '../chain/steps/types.js';
 import { NonRetriableError } from '../lib/retry.js';
 import type { LaunchRequest } from './request.js';
 
-/** The steps this request runs; the last three only when the request asks for them. */
+/**
+ * The steps this request runs: a bonding-curve launch is one step (the program creates the mint,
+ * its metadata and the supply); otherwise the token steps, then vesting, DAO and pool when asked.
+ */
 export function stepsFor(req: Pick<LaunchRequest, 'vesting' | 'dao' | 'pool'>): StepName[] {
+  if (req.pool?.kind === 'bonding-curve') return ['create_curve'];
   return STEP_ORDER.filter((step) => {
+    if (step === 'create_curve') return false;
     if (step === 'create_vesting') return req.vesting !== undefined;
     if (step === 'create_dao') return req.dao !== undefined;
     if (step === 'create_pool') return req.pool !== undefined;

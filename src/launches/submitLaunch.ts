@@ -7,6 +7,7 @@ import { claimIdempotencyKey, completeIdempotencyKey, isValidIdempotencyKey, rel
 import type { Funding } from '../funding/funding.js';
 import type { LaunchQuote } from '../funding/quote.js';
 import { planFromRequest } from './plan.js';
+import { curveRequestProblems } from './curveRequest.js';
 import { parseLaunchRequest, storedRequest, type LaunchRequest } from './request.js';
 import { stepsFor } from './steps.js';
 import { findLaunch, findSteps } from './store.js';
@@ -125,6 +126,8 @@ export async function validateLaunchRequest(
 ): Promise<LaunchRequest> {
   const parsed = parseLaunchRequest(body, { requireHttps: deps.production, publicDestinationsOnly: deps.production });
   if (!parsed.ok) throw new InvalidInputError('The launch request is invalid', { fields: parsed.errors });
+  const curve = await curveRequestProblems(parsed.value);
+  if (curve.length > 0) throw new InvalidInputError('The launch request is invalid', { fields: curve });
   const gap = await deps.checkCapabilities(parsed.value).catch((error: unknown) => {
     logger.warn({ err: error }, 'capability check failed');
     throw new UnavailableError('The chain could not be reached to check the programs this launch needs; retry with the same Idempotency-Key', 5);

@@ -36,7 +36,8 @@ export function watchesForLaunch(results: Record<string, unknown>): NewWatch[] {
   const dao = obj(results.dao);
   if (str(dao.realm) !== '') watches.push({ kind: 'dao', address: str(dao.realm), context: { programId: str(dao.programId), governance: str(dao.governance) } });
   const pool = obj(results.pool);
-  if (str(pool.address) !== '') watches.push({ kind: 'pool', address: str(pool.address), context: { programId: str(pool.programId) } });
+  // A bonding curve is not a CPMM pool: its graduation is not watched yet (docs/watcher.md).
+  if (str(pool.address) !== '' && str(pool.kind) !== 'bonding-curve') watches.push({ kind: 'pool', address: str(pool.address), context: { programId: str(pool.programId) } });
   return watches;
 }
 

@@ -13,7 +13,8 @@ import { startChainProcess } from '../chain/support/chainProcess.js';
 
 // Needs the real program binaries (see README: CHAIN_PROGRAMS_DIR); skipped cleanly without them.
 const dir = process.env.CHAIN_PROGRAMS_DIR;
-const ids = Object.values(DEFAULT_PROGRAM_IDS);
+const { tokenMetadata, vesting, governance, pool } = DEFAULT_PROGRAM_IDS;
+const ids = [tokenMetadata, vesting, governance, pool];
 const missing = dir === undefined ? ids : ids.filter((id) => !existsSync(join(dir, `${id}.so`)));
 const reason = dir === undefined ? 'CHAIN_PROGRAMS_DIR is unset' : `missing ${missing.map((id) => `${id}.so`).join(', ')}`;
 

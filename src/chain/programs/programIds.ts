@@ -17,6 +17,11 @@ export const CPMM_MAINNET_PROGRAM_ID = new PublicKey('CPMMoo8L3F4NbTegBCKVNunggL
 /** Raydium CPMM (cp-swap) on devnet. */
 export const CPMM_DEVNET_PROGRAM_ID = new PublicKey('DRaycpLY18LhpbydsBWbVJtxpNv9oXPgjRSfpF2bWpYb');
 
+/** Meteora Dynamic Bonding Curve (mainnet and devnet): `pool.kind: "bonding-curve"` launches. */
+export const DBC_PROGRAM_ID = new PublicKey('dbcij3LWUppWqq96dh6gJWwBifmcGfLSB5D4DuSMaqN');
+/** Meteora DAMM v2 (cp-amm, mainnet and devnet): where a bonding curve graduates to. */
+export const DAMM_V2_PROGRAM_ID = new PublicKey('cpamdpZCGKUy5JxQXB4dcpGPiikHawvSWAd6mEn1sGG');
+
 /**
  * Where a CPMM build sends its pool-creation fee. The receiver is compiled into each build
  * (`create_pool_fee_reveiver` in the program), so it follows from the program id.
@@ -67,6 +72,10 @@ export interface ProgramIds {
   vesting: string;
   governance: string;
   pool: string;
+  /** Meteora Dynamic Bonding Curve; fixed at the mainnet id (the instruction builders carry it). */
+  curve: string;
+  /** Meteora DAMM v2, which the curve's migration creates its pool on. */
+  amm: string;
 }
 
 /** Mainnet defaults (Jupiter Lock, Governance and Token Metadata share ids with devnet; CPMM differs). */
@@ -75,6 +84,8 @@ export const DEFAULT_PROGRAM_IDS: ProgramIds = {
   vesting: JUPITER_LOCK_PROGRAM_ID.toBase58(),
   governance: SPL_GOVERNANCE_PROGRAM_ID.toBase58(),
   pool: CPMM_MAINNET_PROGRAM_ID.toBase58(),
+  curve: DBC_PROGRAM_ID.toBase58(),
+  amm: DAMM_V2_PROGRAM_ID.toBase58(),
 };
 
 /** What each of those programs is called in messages. */
@@ -83,4 +94,6 @@ export const PROGRAM_NAMES: Record<keyof ProgramIds, string> = {
   vesting: 'Jupiter Lock',
   governance: 'SPL Governance',
   pool: 'Raydium CPMM',
+  curve: 'Meteora Dynamic Bonding Curve',
+  amm: 'Meteora DAMM v2',
 };

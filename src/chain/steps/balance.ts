@@ -2,7 +2,7 @@ import { PublicKey } from '@solana/web3.js';
 import { NonRetriableError } from '../../lib/retry.js';
 import type { ChainBackend } from '../backend.js';
 import type { ProgramIds } from '../programs/programIds.js';
-import type { LaunchPlan } from './types.js';
+import { cpmmPoolOf, type LaunchPlan } from './types.js';
 import { estimateFee } from '../transaction.js';
 import { decodeAmmConfig } from '../programs/cpmm/ammConfig.js';
 import { DEFAULT_AMM_CONFIG_FEES } from '../programs/cpmm/genesis.js';
@@ -40,8 +40,9 @@ export async function programStepCosts(chain: ChainBackend, plan: LaunchPlan, id
   const costs = { create_vesting: 0, create_dao: 0, create_pool: 0 };
   if (plan.vesting) costs.create_vesting = (await vestingRentLamports(rent, plan.tokenStandard)) + estimateFee(chain.fees, 2);
   if (plan.dao) costs.create_dao = (await daoRentLamports(rent, plan.dao.name)) + estimateFee(chain.fees, 1);
-  if (plan.pool) {
-    const quote = solToLamports(plan.pool.quoteAmount);
+  const cpmm = cpmmPoolOf(plan);
+  if (cpmm) {
+    const quote = solToLamports(cpmm.quoteAmount);
     costs.create_pool = (await poolLamports(rent, plan.tokenStandard, quote, await createPoolFee(chain, ids.pool))) + estimateFee(chain.fees, 1);
   }
   return { ...costs, total: costs.create_vesting + costs.create_dao + costs.create_pool };

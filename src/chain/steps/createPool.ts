@@ -10,7 +10,7 @@ import { cpmmDeployment, type CpmmDeployment } from '../programs/programIds.js';
 import { allocationAmount, planKey, requireProgram, sendOnce, solToLamports } from './support.js';
 import { tokenProgramOf } from './chainReads.js';
 import { DEFAULT_PROGRAM_IDS, type ProgramIds } from '../programs/programIds.js';
-import type { StepContext, StepExecutor } from './types.js';
+import { cpmmPoolOf, type StepContext, type StepExecutor } from './types.js';
 
 /**
  * create_pool: one transaction on Raydium CPMM — wrap the quote SOL, create the SOL pool of the
@@ -22,8 +22,9 @@ export function createPoolStep(ids: Pick<ProgramIds, 'pool'> = DEFAULT_PROGRAM_I
   const programId = new PublicKey(ids.pool);
   return async (ctx) => {
     const { plan, chain } = ctx;
-    if (!plan.pool) throw new NonRetriableError('invalid_configuration', 'create_pool needs the pool section');
-    if (plan.pool.quoteMint !== NATIVE_MINT.toBase58()) {
+    const pool = cpmmPoolOf(plan);
+    if (!pool) throw new NonRetriableError('invalid_configuration', 'create_pool needs the pool section');
+    if (pool.quoteMint !== NATIVE_MINT.toBase58()) {
       throw new NonRetriableError('invalid_configuration', `pool.quoteMint must be wrapped SOL (${NATIVE_MINT.toBase58()})`);
     }
     const cpmm = resolveDeployment(programId, deployment);
@@ -32,7 +33,7 @@ export function createPoolStep(ids: Pick<ProgramIds, 'pool'> = DEFAULT_PROGRAM_I
     const mint = ctx.keys.mint.publicKey;
     const tokenProgram = tokenProgramOf(plan);
     const payer = ctx.payer.publicKey;
-    const quoteLamports = solToLamports(plan.pool.quoteAmount);
+    const quoteLamports = solToLamports(pool.quoteAmount);
     let built: CreatePoolPlan;
     try {
       built = buildCreatePoolInstructions({

@@ -1,3 +1,4 @@
+import { createCurve } from './createCurve.js';
 import { createDao } from './createDao.js';
 import { createMetadata } from './createMetadata.js';
 import { createMint } from './createMint.js';
@@ -17,4 +18,5 @@ export const stepExecutors: Partial<Record<StepName, StepExecutor>> = {
   create_vesting: createVesting,
   create_dao: createDao,
   create_pool: createPool,
+  create_curve: createCurve,
 };

@@ -10,7 +10,8 @@ import { splitSupply } from './allocations.js';
 import { createPoolFee } from './balance.js';
 import { GOVERNANCE_SIZES, tokenAccountSize } from './costs.js';
 import { solToLamports } from './support.js';
-import type { LaunchPlan, StepName } from './types.js';
+import { curveAccounts, curveOtherLamports } from './curveCosts.js';
+import { cpmmPoolOf, curvePoolOf, type LaunchPlan, type StepName } from './types.js';
 
 /**
  * Metaplex metadata account at its largest, which CreateMetadataAccountV3 allocates whole:
@@ -128,7 +129,8 @@ export async function planLaunchCosts(
         });
         break;
       case 'create_pool': {
-        const quote = plan.pool ? solToLamports(plan.pool.quoteAmount) : 0n;
+        const cpmm = cpmmPoolOf(plan);
+        const quote = cpmm ? solToLamports(cpmm.quoteAmount) : 0n;
         costs.push({
           step,
           accounts: [
@@ -146,13 +148,29 @@ export async function planLaunchCosts(
         });
         break;
       }
+      case 'create_curve': {
+        // Two transactions: the config (payer and config key), then the pool with the first buy (payer and mint key).
+        const accounts = curveAccounts(plan);
+        const curve = curvePoolOf(plan);
+        const firstBuy = curve?.firstBuy ? Number(solToLamports(curve.firstBuy.quoteAmount)) : 0;
+        costs.push({ step, accounts: await Promise.all(accounts.config.map((a) => account(a.role, a.bytes))), signatures: 2, otherLamports: 0 });
+        costs.push({
+          step,
+          accounts: await Promise.all(accounts.pool.map((a) => account(a.role, a.bytes, a.returned === true))),
+          signatures: 2,
+          otherLamports: curveOtherLamports(plan) + firstBuy,
+        });
+        break;
+      }
     }
   }
   const signatures = costs.reduce((n, s) => n + s.signatures, 0);
   const feeLamports = signatures * LAMPORTS_PER_SIGNATURE;
   const priorityFeeLamports = costs.reduce((n, s) => n + estimateFee(chain.fees, s.signatures) - s.signatures * LAMPORTS_PER_SIGNATURE, 0);
   const rentLamports = costs.reduce((n, s) => n + s.accounts.reduce((m, a) => m + a.rentLamports, 0), 0);
-  const poolQuoteLamports = plan.pool && steps.includes('create_pool') ? Number(solToLamports(plan.pool.quoteAmount)) : 0;
+  const cpmm = cpmmPoolOf(plan);
+  // The SOL that goes into the pool: a CPMM pool's quote side, or a bonding curve's first buy.
+  const poolQuoteLamports = (cpmm && steps.includes('create_pool') ? Number(solToLamports(cpmm.quoteAmount)) : 0) + firstBuyOf(plan, steps);
   const other = costs.reduce((n, s) => n + s.otherLamports, 0);
   return {
     steps: costs,
@@ -165,6 +183,11 @@ export async function planLaunchCosts(
     operatorFeeLamports: plan.operatorFee && steps.includes('create_mint') ? plan.operatorFee.lamports : 0,
     totalLamports: rentLamports + feeLamports + priorityFeeLamports + other,
   };
+}
+
+function firstBuyOf(plan: LaunchPlan, steps: readonly StepName[]): number {
+  const curve = curvePoolOf(plan);
+  return curve?.firstBuy && steps.includes('create_curve') ? Number(solToLamports(curve.firstBuy.quoteAmount)) : 0;
 }
 
 /** What one step's send budgets: its accounts' rent and what else it moves (the step's `rentLamports`). */

@@ -1,5 +1,5 @@
 import { DEFAULT_PROGRAM_IDS, PROGRAM_NAMES, type ProgramIds } from '../programs/programIds.js';
-import type { LaunchPlan, RequiredProgram } from './types.js';
+import { curvePoolOf, type LaunchPlan, type RequiredProgram } from './types.js';
 
 const HOW_TO_PROVIDE = (id: string) =>
   `deploy it on the cluster; on the embedded chain put ${id}.so in CHAIN_PROGRAMS_DIR (\`solana program dump -u m ${id} ${id}.so\`) and restart, or set CHAIN_CLONE_FROM to a cluster that has it`;
@@ -16,6 +16,11 @@ export function requiredPrograms(plan: LaunchPlan, ids: ProgramIds = DEFAULT_PRO
   if (plan.tokenStandard === 'spl-token') add(PROGRAM_NAMES.tokenMetadata, ids.tokenMetadata, 'spl-token launches store name, symbol and uri in a Metaplex metadata account');
   if (plan.vesting !== undefined || plan.allocations.vesting > 0) add(PROGRAM_NAMES.vesting, ids.vesting, 'the vesting allocation is locked in a Jupiter Lock escrow');
   if (plan.dao !== undefined) add(PROGRAM_NAMES.governance, ids.governance, 'the DAO is an SPL Governance realm');
+  if (curvePoolOf(plan)) {
+    add(PROGRAM_NAMES.curve, ids.curve, 'pool.kind "bonding-curve" launches on a Meteora Dynamic Bonding Curve');
+    add(PROGRAM_NAMES.amm, ids.amm, 'a bonding curve graduates to a Meteora DAMM v2 pool');
+    return out;
+  }
   if (plan.pool !== undefined || plan.allocations.pool > 0) add(PROGRAM_NAMES.pool, ids.pool, 'the pool allocation seeds a Raydium CPMM pool');
   return out;
 }

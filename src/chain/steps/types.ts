@@ -2,9 +2,12 @@ import type { Logger } from '../../lib/logger.js';
 import type { ChainBackend } from '../backend.js';
 import type { Keypair } from '@solana/web3.js';
 import type { LaunchKeys } from '../keys.js';
+import type { CurvePoolPlan } from '../programs/dbc/curve.js';
+
+export type { CurvePoolPlan };
 
 /** Every step a launch can have, in the order the runner executes them (docs/events.md). */
-export const STEP_ORDER = ['create_mint', 'create_metadata', 'distribute_supply', 'create_vesting', 'create_dao', 'create_pool'] as const;
+export const STEP_ORDER = ['create_mint', 'create_metadata', 'distribute_supply', 'create_vesting', 'create_dao', 'create_pool', 'create_curve'] as const;
 /** The one name of a launch step, shared by the launch bookkeeping and the chain executors. */
 export type StepName = (typeof STEP_ORDER)[number];
 
@@ -25,10 +28,29 @@ export interface LaunchPlan {
   revokeMintAuthority: boolean;
   vesting?: { beneficiary: string; cliffSeconds: number; periodSeconds: number; periods: number };
   dao?: { name: string; votingPeriodSeconds: number; quorumPercent: number };
-  /** quoteAmount: decimal SOL. */
-  pool?: { quoteMint: string; quoteAmount: string };
+  /** A Raydium CPMM pool (quoteAmount: decimal SOL) or a Meteora bonding curve (docs/programs.md). */
+  pool?: CpmmPoolPlan | CurvePoolPlan;
+  /** Where creator fees go (bonding curves): `creator`, `treasury` or a base58 address. */
+  fees?: { recipient: string; autoClaimMinLamports?: string | undefined };
   /** The operator's fee, paid to `recipient` in the launch's first transaction (fixed when the launch was created). */
   operatorFee?: { lamports: number; recipient: string };
+}
+
+/** `pool` of a CPMM launch (the default kind). */
+export interface CpmmPoolPlan {
+  kind?: 'cpmm' | undefined;
+  quoteMint: string;
+  quoteAmount: string;
+}
+
+/** The plan's CPMM pool section, or undefined (none, or a bonding curve). */
+export function cpmmPoolOf(plan: Pick<LaunchPlan, 'pool'>): CpmmPoolPlan | undefined {
+  return plan.pool && plan.pool.kind !== 'bonding-curve' ? plan.pool : undefined;
+}
+
+/** The plan's bonding-curve section, or undefined. */
+export function curvePoolOf(plan: Pick<LaunchPlan, 'pool'>): CurvePoolPlan | undefined {
+  return plan.pool?.kind === 'bonding-curve' ? plan.pool : undefined;
 }
 
 /** A signed transaction recorded before it is sent (docs/api.md). */

@@ -1,0 +1,55 @@
+import { ACCOUNT_SIZE, MINT_SIZE } from '@solana/spl-token';
+import type { ChainBackend } from '../backend.js';
+import { mintLenWithTokenMetadata } from '../programs/token2022/tokenMetadata.js';
+import { tokenAccountSize } from './costs.js';
+import { curvePoolOf, type LaunchPlan } from './types.js';
+
+/** DBC's PoolConfig and VirtualPool account sizes (program 0.1.x). */
+export const DBC_CONFIG_SIZE = 1048;
+export const DBC_POOL_SIZE = 424;
+/** Metaplex metadata at its largest, which CreateMetadataAccountV3 allocates whole, and its protocol fee. */
+const METAPLEX_METADATA_MAX_SIZE = 679;
+const METAPLEX_CREATE_FEE_LAMPORTS = 10_000_000;
+/** Token-2022 mint with MetadataPointer before the metadata is written (what DBC allocates first). */
+const TOKEN_2022_MINT_WITH_POINTER = 234;
+/** A Token-2022 vault DBC creates (with its ImmutableOwner-free account layout plus the account type byte). */
+const TOKEN_2022_VAULT = 165 + 1;
+
+/** One account create_curve creates, for the quote (docs/funding.md). */
+export interface CurveAccount {
+  role: string;
+  bytes: number;
+  returned?: true;
+}
+
+/** The accounts of each of create_curve's two transactions. */
+export function curveAccounts(plan: Pick<LaunchPlan, 'tokenStandard' | 'name' | 'ticker' | 'uri' | 'pool'>): { config: CurveAccount[]; pool: CurveAccount[] } {
+  const is2022 = plan.tokenStandard === 'token-2022';
+  const mintBytes = is2022 ? mintLenWithTokenMetadata(TOKEN_2022_MINT_WITH_POINTER, { name: plan.name, symbol: plan.ticker, uri: plan.uri }) : MINT_SIZE;
+  const pool: CurveAccount[] = [
+    { role: 'curve_pool', bytes: DBC_POOL_SIZE },
+    { role: 'mint', bytes: mintBytes },
+    { role: 'curve_base_vault', bytes: is2022 ? TOKEN_2022_VAULT : ACCOUNT_SIZE },
+    { role: 'curve_quote_vault', bytes: ACCOUNT_SIZE },
+  ];
+  if (!is2022) pool.push({ role: 'metadata', bytes: METAPLEX_METADATA_MAX_SIZE });
+  // The first buy opens the creator's token account and the payer's wrapped SOL (closed in the same transaction).
+  if (curvePoolOf(plan)?.firstBuy) pool.push({ role: 'creator_token_account', bytes: tokenAccountSize(plan.tokenStandard) }, { role: 'payer_wsol_account', bytes: ACCOUNT_SIZE, returned: true });
+  return { config: [{ role: 'curve_config', bytes: DBC_CONFIG_SIZE }], pool };
+}
+
+/** Lamports besides rent and fees: Metaplex's create fee on spl-token (the first buy is counted apart). */
+export function curveOtherLamports(plan: Pick<LaunchPlan, 'tokenStandard'>): number {
+  return plan.tokenStandard === 'spl-token' ? METAPLEX_CREATE_FEE_LAMPORTS : 0;
+}
+
+/** What each transaction locks at its peak besides fees and the first buy: rent (and Metaplex's fee). */
+export async function curveLaunchCosts(rent: ChainBackend['getMinimumBalanceForRentExemption'], plan: Pick<LaunchPlan, 'tokenStandard' | 'name' | 'ticker' | 'uri' | 'pool'>): Promise<{ config: number; pool: number }> {
+  const accounts = curveAccounts(plan);
+  const sum = async (list: CurveAccount[]) => {
+    let total = 0;
+    for (const a of list) total += await rent(a.bytes);
+    return total;
+  };
+  return { config: await sum(accounts.config), pool: (await sum(accounts.pool)) + curveOtherLamports(plan) };
+}
