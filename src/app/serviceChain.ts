@@ -12,8 +12,9 @@ import { createRpcBackend } from '../chain/rpc/backend.js';
 import { parseRpcUrls } from '../chain/rpc/endpoints.js';
 import { loadKeypairFile } from '../chain/rpc/payerFile.js';
 import { cpmmGenesisHook } from '../chain/programs/cpmm/genesis.js';
+import { dammV2GenesisHook } from '../chain/programs/dbc/dammGenesis.js';
 import { dbcGenesisHook } from '../chain/programs/dbc/genesis.js';
-import { CPMM_MAINNET_PROGRAM_ID, DBC_PROGRAM_ID, DEFAULT_PROGRAM_IDS, PROGRAM_NAMES, type ProgramIds } from '../chain/programs/programIds.js';
+import { CPMM_MAINNET_PROGRAM_ID, DAMM_V2_PROGRAM_ID, DBC_PROGRAM_ID, DEFAULT_PROGRAM_IDS, PROGRAM_NAMES, type ProgramIds } from '../chain/programs/programIds.js';
 import { requiredPrograms, stepExecutors } from '../chain/steps/index.js';
 import type { CapabilityGap, RequiredProgram, StepExecutor, StepName } from '../chain/steps/types.js';
 import type { Config } from '../config/config.js';
@@ -52,8 +53,9 @@ export async function createChainBackend(
     clone: config.chain.cloneFrom ? { sourceUrl: config.chain.cloneFrom, programs: STEP_PROGRAMS, cacheDir: join(config.dataDir, 'programs') } : undefined,
     expectedPrograms: STEP_PROGRAMS,
     // Accounts the pool programs need before their first pool (CPMM: an AmmConfig and its fee
-    // receiver; DBC: the wrapped-SOL mint and its pool authority's flash-rent lamports).
-    genesisHooks: [cpmmGenesisHook(CPMM_MAINNET_PROGRAM_ID), dbcGenesisHook(DBC_PROGRAM_ID)],
+    // receiver; DBC: the wrapped-SOL mint and its pool authority's flash-rent lamports; DAMM v2:
+    // the configs a graduating curve migrates into).
+    genesisHooks: [cpmmGenesisHook(CPMM_MAINNET_PROGRAM_ID), dbcGenesisHook(DBC_PROGRAM_ID), dammV2GenesisHook(DAMM_V2_PROGRAM_ID)],
     writeGate: deps.writeGate,
   });
 }
