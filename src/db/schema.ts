@@ -130,6 +130,8 @@ export interface WebhookEndpointsTable {
   rate_limit_per_second: ColumnType<number | null, number | null | undefined, number | null>;
   /** The lease-clock time (ms) of the endpoint's next send slot while throttled. */
   rate_next_at: ColumnType<number | null, number | null | undefined, number | null>;
+  /** `launch`: each launch's events one at a time, in sequence order; null: none (migration 041). */
+  ordering: ColumnType<'launch' | null, 'launch' | null | undefined, 'launch' | null>;
   created_at: number;
   updated_at: number;
 }

@@ -27,6 +27,7 @@ export const webhookEndpointSchema: Json = {
     disabledReason: { type: ['string', 'null'], description: 'disabled_by_owner | endpoint_answered_410 | failing_continuously' },
     failingSince: { type: ['string', 'null'], format: 'date-time', description: 'Start of the current run of failed attempts' },
     rateLimitPerSecond: { type: ['integer', 'null'], description: 'Throttle: at most this many deliveries a second, one send slot every 1.1 s / rate; null: none' },
+    ordering: { enum: ['launch', null], description: "launch: each launch's events one at a time in sequence order (the next after the previous was delivered or given up); null: none" },
     previousSecretExpiresAt: { type: ['string', 'null'], format: 'date-time', description: 'While set, attempts carry the signatures of the new and the previous secret' },
     secret: { type: 'string', description: 'whsec_ + base64 of 32 random bytes; only in the create and rotate-secret answers' },
     createdAt: { type: 'string', format: 'date-time' },
@@ -47,6 +48,7 @@ const endpointBody = (required: string[]) => ({
           events: { type: 'array', minItems: 1, maxItems: 50, items: { type: 'string' }, description: filterDoc },
           description: { type: ['string', 'null'], maxLength: 500 },
           rateLimitPerSecond: { type: ['integer', 'null'], minimum: 1, maximum: 1000, description: 'Throttle (docs/webhooks.md): at most this many deliveries a second; waiting spends no attempt and never opens the breaker; null: none (the default)' },
+          ordering: { enum: ['launch', null], description: "Ordered delivery (docs/webhooks.md): each launch's events one at a time, in sequence order; other launches are not held; null: none (the default)" },
           ...(required.includes('url') ? { signatureScheme: { enum: ['service', 'standard'], default: 'service' } } : { disabled: { type: 'boolean' } }),
         },
       },
@@ -110,7 +112,7 @@ export const webhookEndpointPaths: Json = {
   '/api/webhook-endpoints/{id}': {
     get: { summary: 'One endpoint (never its secret)', security: bearer, parameters: [idParam], responses: { 200: endpoint, ...errors(401, 403, 404) } },
     patch: {
-      summary: 'Change url, events, description, rateLimitPerSecond; disabled: true pauses its deliveries, false resumes them',
+      summary: 'Change url, events, description, rateLimitPerSecond, ordering; disabled: true pauses its deliveries, false resumes them',
       security: bearer,
       parameters: [idParam],
       requestBody: endpointBody([]),

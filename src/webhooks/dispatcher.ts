@@ -106,6 +106,8 @@ interface Item extends ClaimedDelivery {
 
 interface PendingSettle {
   input: SettleInput;
+  /** Its endpoint orders each launch's events: once settled, the launch's next may be claimable. */
+  ordered: boolean;
   resolve(result: SettleResult): void;
   reject(error: unknown): void;
 }
@@ -272,6 +274,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (result instanceof Error) b.reject(result);
       else b.resolve(result ?? 'lease_lost');
       if (result !== 'delivered' && result !== 'failed') claimable = true; // a retry, or an unsettled item
+      if (b.ordered) claimable = true; // the launch's next event to that endpoint may go now
     });
     for (const s of out.spent) log.warn({ deliveryId: s.id, attempts: s.attempts }, 'webhook delivery failed: its last attempt was never settled');
     const claimed: Item[] = [];
@@ -384,9 +387,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     });
   }
 
-  function settle(input: SettleInput): Promise<SettleResult> {
+  function settle(input: SettleInput, ordered: boolean): Promise<SettleResult> {
     return new Promise<SettleResult>((resolve, reject) => {
-      settles.push({ input, resolve, reject });
+      settles.push({ input, ordered, resolve, reject });
       scheduleFlush();
     });
   }
@@ -527,7 +530,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
     if (closed) return;
     const delivery = { id: item.id, launch_id: item.launchId, event_id: item.eventId, attempt_count: item.attempt, lease_token: item.token };
-    const result = await settle({ delivery, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule, endpointId: ctx.endpointId });
+    const result = await settle({ delivery, owner: id, launchOwner: ctx.owner, outcome, startedAt, now: clock.now(), schedule: options.retrySchedule, endpointId: ctx.endpointId }, ctx.ordered);
     if (deps.afterAttempt && result !== 'lease_lost') {
       await deps.afterAttempt(ctx, outcome, clock.now()).catch((error: unknown) => log.warn({ err: error, deliveryId: item.id }, 'endpoint health update failed'));
     }

@@ -178,7 +178,7 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
   const rows: NewDelivery[] = [];
   recorded.forEach(({ envelope, deliveryId }, i) => {
     const eventRow = eventRows[i]!;
-    const offer = (row: NewDelivery, secrets: Pick<DeliveryContext, 'secretSealed' | 'endpointId' | 'scheme' | 'previousSecretSealed' | 'previousSecretExpiresAt' | 'rateLimitPerSecond'>): void => {
+    const offer = (row: NewDelivery, secrets: Pick<DeliveryContext, 'secretSealed' | 'endpointId' | 'scheme' | 'previousSecretSealed' | 'previousSecretExpiresAt' | 'rateLimitPerSecond' | 'ordered'>): void => {
       handoff?.offers.push({
         id: row.id,
         launchId: target.launchId,
@@ -194,14 +194,15 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
     if (target.webhookSecretSealed === undefined) {
       if (handoff) handoff.complete = false;
     } else {
-      offer(own, { secretSealed: target.webhookSecretSealed, endpointId: null, scheme: 'service', previousSecretSealed: null, previousSecretExpiresAt: null, rateLimitPerSecond: null });
+      offer(own, { secretSealed: target.webhookSecretSealed, endpointId: null, scheme: 'service', previousSecretSealed: null, previousSecretExpiresAt: null, rateLimitPerSecond: null, ordered: false });
     }
     for (const endpoint of endpoints) {
       if (!filterMatches(endpoint.events, envelope.event)) continue;
       const row = deliveryRow(newSortableId('dlv', now), now, envelope.id, target.launchId, target.owner, endpoint.url, endpoint.id);
       rows.push(row);
-      // A throttled endpoint's delivery waits for its slot: the dispatcher's ordinary claim takes it.
-      if (endpoint.rate_limit_per_second !== null) {
+      // A throttled endpoint's delivery waits for its slot, an ordered one for the launch's earlier
+      // events: the dispatcher's ordinary claim takes them.
+      if (endpoint.rate_limit_per_second !== null || endpoint.ordering !== null) {
         if (handoff) handoff.complete = false;
         continue;
       }
@@ -212,6 +213,7 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
         previousSecretSealed: endpoint.previous_secret_enc,
         previousSecretExpiresAt: endpoint.previous_secret_expires_at === null ? null : Number(endpoint.previous_secret_expires_at),
         rateLimitPerSecond: null,
+        ordered: false,
       });
     }
   });
@@ -286,11 +288,11 @@ const insertDeliveriesStatement = multiRowInsert('deliveries', [
 /** The owner's enabled webhook endpoints (as `enabledEndpointsOf`) with their sealed secrets (for a handoff), compiled once. */
 const endpointsStatement = compiledQuery<
   { owner: string },
-  { id: string; url: string; events: string; secret_enc: string; signature_scheme: 'service' | 'standard'; previous_secret_enc: string | null; previous_secret_expires_at: number | null; rate_limit_per_second: number | null }
+  { id: string; url: string; events: string; secret_enc: string; signature_scheme: 'service' | 'standard'; previous_secret_enc: string | null; previous_secret_expires_at: number | null; rate_limit_per_second: number | null; ordering: string | null }
 >((db: Db, p) =>
   db
     .selectFrom('webhook_endpoints')
-    .select(['id', 'url', 'events', 'secret_enc', 'signature_scheme', 'previous_secret_enc', 'previous_secret_expires_at', 'rate_limit_per_second'])
+    .select(['id', 'url', 'events', 'secret_enc', 'signature_scheme', 'previous_secret_enc', 'previous_secret_expires_at', 'rate_limit_per_second', 'ordering'])
     .where('owner', '=', p.owner)
     .where('disabled_at', 'is', null),
 );

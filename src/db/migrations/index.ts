@@ -24,6 +24,7 @@ import * as m025 from './025_claim_generic_plans.js';
 import * as m026 from './026_rowid_after_xid.js';
 import * as m028 from './028_owner_bounds.js';
 import * as m040 from './040_endpoint_throttle.js';
+import * as m041 from './041_endpoint_ordering.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -52,6 +53,7 @@ export const migrations: Record<string, Migration> = {
   '026_rowid_after_xid': m026,
   '028_owner_bounds': m028,
   '040_endpoint_throttle': m040,
+  '041_endpoint_ordering': m041,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -51,6 +51,7 @@ export async function createEndpoint(deps: EndpointDeps, owner: string, input: E
     failing_since: null,
     rate_limit_per_second: input.rateLimitPerSecond ?? null,
     rate_next_at: null,
+    ordering: input.ordering ?? null,
     created_at: now,
     updated_at: now,
   };
@@ -67,7 +68,7 @@ export async function createEndpoint(deps: EndpointDeps, owner: string, input: E
 }
 
 /**
- * Updates url, events, description, disabled, rateLimitPerSecond. A new URL applies to the endpoint's pending deliveries
+ * Updates url, events, description, disabled, rateLimitPerSecond, ordering. A new URL applies to the endpoint's pending deliveries
  * too (due at once); disabling pauses them, enabling resumes them.
  */
 export async function updateEndpoint(deps: EndpointDeps, id: string, owner: string | undefined, patch: EndpointPatchInput): Promise<WebhookEndpointRow> {
@@ -80,6 +81,7 @@ export async function updateEndpoint(deps: EndpointDeps, id: string, owner: stri
     if (patch.events !== undefined) set.events = JSON.stringify(patch.events);
     if (patch.description !== undefined) set.description = patch.description;
     if (patch.rateLimitPerSecond !== undefined) set.rate_limit_per_second = patch.rateLimitPerSecond;
+    if (patch.ordering !== undefined) set.ordering = patch.ordering;
     await trx.updateTable('webhook_endpoints').set(set).where('id', '=', id).execute();
     if (patch.url !== undefined && patch.url !== current.url) {
       await trx

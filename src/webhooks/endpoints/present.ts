@@ -17,6 +17,7 @@ export function presentEndpoint(e: WebhookEndpointRow, now: number, secret?: str
     disabledReason: e.disabled_reason,
     failingSince: iso(e.failing_since),
     rateLimitPerSecond: e.rate_limit_per_second === null ? null : Number(e.rate_limit_per_second),
+    ordering: e.ordering,
     // While set, every attempt is signed with the current and the previous secret.
     previousSecretExpiresAt: rotating ? iso(e.previous_secret_expires_at) : null,
     createdAt: iso(e.created_at),

@@ -1,6 +1,7 @@
 import { InvalidInputError } from '../../lib/errors.js';
 import { destinationProblem } from '../addressPolicy.js';
 import { filterEntryProblem, SUBSCRIBABLE_KINDS } from './filters.js';
+import { ORDERINGS, type Ordering } from '../sql/ordering.js';
 
 type FieldError = { field: string; message: string };
 
@@ -13,6 +14,8 @@ export interface EndpointCreateInput {
   signatureScheme: SignatureSchemeName;
   /** At most this many deliveries a second; null or absent: no throttle. */
   rateLimitPerSecond?: number | null;
+  /** `launch`: each launch's events one at a time, in sequence order; null or absent: none. */
+  ordering?: Ordering | null;
 }
 
 export interface EndpointPatchInput {
@@ -21,6 +24,7 @@ export interface EndpointPatchInput {
   description?: string | null;
   disabled?: boolean;
   rateLimitPerSecond?: number | null;
+  ordering?: Ordering | null;
 }
 
 const MAX_FILTERS = 50;
@@ -77,6 +81,15 @@ function checkRate(value: unknown, fields: FieldError[]): number | null | undefi
   return value;
 }
 
+function checkOrdering(value: unknown, fields: FieldError[]): Ordering | null | undefined {
+  if (value === null) return null;
+  if (typeof value !== 'string' || !(ORDERINGS as readonly string[]).includes(value)) {
+    fields.push({ field: 'ordering', message: `must be ${ORDERINGS.map((o) => `"${o}"`).join(' or ')} (each launch's events one at a time, in sequence order), or null for none` });
+    return undefined;
+  }
+  return value as Ordering;
+}
+
 function objectBody(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidInputError('Request body must be a JSON object');
   return body as Record<string, unknown>;
@@ -94,7 +107,7 @@ function refuse(fields: FieldError[], what: string): void {
 export function parseEndpointCreate(raw: unknown, options: { requireHttps: boolean }): EndpointCreateInput {
   const body = objectBody(raw);
   const fields: FieldError[] = [];
-  unknownFields(body, ['url', 'events', 'description', 'signatureScheme', 'rateLimitPerSecond'], fields);
+  unknownFields(body, ['url', 'events', 'description', 'signatureScheme', 'rateLimitPerSecond', 'ordering'], fields);
   const urlProblem = webhookUrlProblem(body.url, options.requireHttps);
   if (urlProblem) fields.push({ field: 'url', message: urlProblem });
   const events = body.events === undefined ? ['*'] : checkEvents(body.events, fields);
@@ -102,15 +115,16 @@ export function parseEndpointCreate(raw: unknown, options: { requireHttps: boole
   const scheme = body.signatureScheme === undefined ? 'service' : body.signatureScheme;
   if (scheme !== 'service' && scheme !== 'standard') fields.push({ field: 'signatureScheme', message: 'must be "service" or "standard"' });
   const rateLimitPerSecond = body.rateLimitPerSecond === undefined ? null : checkRate(body.rateLimitPerSecond, fields);
+  const ordering = body.ordering === undefined ? null : checkOrdering(body.ordering, fields);
   refuse(fields, 'webhook endpoint');
-  return { url: body.url as string, events: events!, description: description ?? null, signatureScheme: scheme as SignatureSchemeName, rateLimitPerSecond: rateLimitPerSecond ?? null };
+  return { url: body.url as string, events: events!, description: description ?? null, signatureScheme: scheme as SignatureSchemeName, rateLimitPerSecond: rateLimitPerSecond ?? null, ordering: ordering ?? null };
 }
 
 /** `PATCH /webhook-endpoints/:id` body: any of `{url, events, description, disabled}`. */
 export function parseEndpointPatch(raw: unknown, options: { requireHttps: boolean }): EndpointPatchInput {
   const body = objectBody(raw);
   const fields: FieldError[] = [];
-  unknownFields(body, ['url', 'events', 'description', 'disabled', 'rateLimitPerSecond'], fields);
+  unknownFields(body, ['url', 'events', 'description', 'disabled', 'rateLimitPerSecond', 'ordering'], fields);
   const out: EndpointPatchInput = {};
   if (body.url !== undefined) {
     const problem = webhookUrlProblem(body.url, options.requireHttps);
@@ -127,7 +141,11 @@ export function parseEndpointPatch(raw: unknown, options: { requireHttps: boolea
     const rate = checkRate(body.rateLimitPerSecond, fields);
     if (rate !== undefined) out.rateLimitPerSecond = rate;
   }
-  if (fields.length === 0 && Object.keys(out).length === 0) fields.push({ field: 'body', message: 'give at least one of url, events, description, disabled, rateLimitPerSecond' });
+  if (body.ordering !== undefined) {
+    const ordering = checkOrdering(body.ordering, fields);
+    if (ordering !== undefined) out.ordering = ordering;
+  }
+  if (fields.length === 0 && Object.keys(out).length === 0) fields.push({ field: 'body', message: 'give at least one of url, events, description, disabled, rateLimitPerSecond, ordering' });
   refuse(fields, 'webhook endpoint update');
   return out;
 }

@@ -6,6 +6,7 @@ import { execSql, placeholders } from '../../db/sqlText.js';
 import { hostOfEndpoint } from '../endpointKey.js';
 import { laneHost, shareSlots, type Lane } from './shareSlots.js';
 import { takeSlots, throttledEndpoints } from './throttle.js';
+import { ORDERED_CONDITION } from './ordering.js';
 
 export interface ClaimArgs {
   /** The lease owner: the claiming dispatcher's id. */
@@ -242,11 +243,12 @@ const LANES_TEXT = `
     from lanes
     where lanes.o is not null`;
 
-/** What makes a delivery claimable (the lease clock `?` on SQLite); `y` is the delivery. */
+/** What makes a delivery claimable (the lease clock `?` on SQLite), an ordered endpoint's order included (sql/ordering.ts); `y` is the delivery. */
 function dueText(pg: boolean, running: number): string {
   return `y.status = 'pending' and y.next_attempt_at <= ?
         and (y.lease_owner is null or y.lease_expires_at <= ${pg ? LEASE_NOW_PG : '?'})
-        and y.attempt_count < ?${running > 0 ? ` and y.id not in (${placeholders(running)})` : ''}`;
+        and y.attempt_count < ?${running > 0 ? ` and y.id not in (${placeholders(running)})` : ''}
+        and ${ORDERED_CONDITION}`;
 }
 
 function dueParams(pg: boolean, args: ClaimArgs): unknown[] {

@@ -22,6 +22,12 @@ export interface DeliveryContext {
   previousSecretExpiresAt: number | null;
   /** The endpoint's throttle (docs/webhooks.md, "Throttle"): at most this many deliveries a second; null: none. */
   rateLimitPerSecond: number | null;
+  /**
+   * Its endpoint orders each launch's events (sql/ordering.ts): settling it may free the launch's
+   * next. Known on SQLite; PostgreSQL's claim function does not return it (its dispatcher claims on
+   * every turn anyway).
+   */
+  ordered: boolean;
 }
 
 export interface ContextRow {
@@ -41,6 +47,8 @@ export interface ContextRow {
   previous_secret_enc: string | null;
   previous_secret_expires_at: number | null;
   rate_limit_per_second: number | null;
+  /** SQLite's context read only (see DeliveryContext.ordered). */
+  ordering?: string | null;
 }
 
 /**
@@ -57,7 +65,7 @@ function contextsText(count: number): string {
   if (text === undefined) {
     // An owner's own events have no launch: the owner is in their key (`own_<owner>`, outbox.ts).
     text = `select d.id, d.launch_id, d.endpoint_id, ${OWNER_OF_DELIVERY} as owner, e.id as event_id, e.event, e.sequence, e.body, e.request_id,
-        l.webhook_secret_enc, w.secret_enc, w.signature_scheme, w.previous_secret_enc, w.previous_secret_expires_at, w.rate_limit_per_second
+        l.webhook_secret_enc, w.secret_enc, w.signature_scheme, w.previous_secret_enc, w.previous_secret_expires_at, w.rate_limit_per_second, w.ordering
       from deliveries d
       inner join outbox_events e on e.id = d.event_id
       left join launches l on l.id = d.launch_id
@@ -100,6 +108,7 @@ export function contextOf(row: ContextRow): DeliveryContext | undefined {
     previousSecretSealed: endpoint ? row.previous_secret_enc : null,
     previousSecretExpiresAt: endpoint && row.previous_secret_expires_at !== null ? Number(row.previous_secret_expires_at) : null,
     rateLimitPerSecond: endpoint && row.rate_limit_per_second !== null && row.rate_limit_per_second !== undefined ? Number(row.rate_limit_per_second) : null,
+    ordered: endpoint && row.ordering !== null && row.ordering !== undefined,
   };
 }
 

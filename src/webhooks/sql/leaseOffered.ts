@@ -41,7 +41,8 @@ export interface LeaseOfferedResult {
  * also checks that what the offer says still holds: the row's URL, and the secret it would be
  * signed with (the endpoint's, or the launch's): a destination changed since the commit (`PATCH
  * /launches/:id`, a rotated endpoint secret) leaves the delivery to an ordinary claim, which reads
- * the new one; so does a throttle set on its endpoint since (the claim gives it a send slot). Every offer not leased is counted in `left`. Run inside the dispatcher's write
+ * the new one; so does a throttle or an ordering set on its endpoint since (the claim gives it a send
+ * slot, or waits for the launch's earlier events). Every offer not leased is counted in `left`. Run inside the dispatcher's write
  * transaction, after its settles.
  */
 export async function leaseOffered(db: DbOrTx, args: LeaseOfferedArgs): Promise<LeaseOfferedResult> {
@@ -126,5 +127,5 @@ const LEASE_TEXT = `update deliveries
     set lease_owner = ?, lease_expires_at = ?, attempt_count = attempt_count + 1, lease_token = lease_token + 1, updated_at = ?
     where id = ? and url = ? and status = 'pending' and next_attempt_at <= ? and (lease_owner is null or lease_expires_at <= ?) and attempt_count < ?
       and ? = coalesce((select w.secret_enc from webhook_endpoints w where w.id = deliveries.endpoint_id), (select l.webhook_secret_enc from launches l where l.id = deliveries.launch_id))
-      and (endpoint_id is null or not exists (select 1 from webhook_endpoints w where w.id = deliveries.endpoint_id and w.rate_limit_per_second is not null))
+      and (endpoint_id is null or not exists (select 1 from webhook_endpoints w where w.id = deliveries.endpoint_id and (w.rate_limit_per_second is not null or w.ordering is not null)))
     returning attempt_count, lease_token`;

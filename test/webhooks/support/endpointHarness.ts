@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { webhookRoutes } from '../../../src/app/routes.js';
+import { createSecretBox, type SecretBox } from '../../../src/crypto/secretBox.js';
 import type { Config } from '../../../src/config/config.js';
 import { createApp } from '../../../src/http/app.js';
 import { RateLimiter } from '../../../src/http/middleware/rateLimit.js';
@@ -6,7 +8,7 @@ import { createWebhookEndpointRoutes } from '../../../src/http/routes/webhookEnd
 import type { Clock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { createWebhookService, type WebhookService } from '../../../src/webhooks/service.js';
-import { createTestDb, engineConfig, newSecretBox, tenantKeys, type TestDb } from '../../support/webhooks.js';
+import { createTestDb, engineConfig, tenantKeys, type TestDb } from '../../support/webhooks.js';
 
 type Json = Record<string, any>;
 
@@ -14,17 +16,22 @@ type Json = Record<string, any>;
 export interface EndpointHarness {
   tdb: TestDb;
   service: WebhookService;
-  box: ReturnType<typeof newSecretBox>;
+  box: SecretBox;
+  /** The box's key (a dispatcher process of its own opens the secrets with it). */
+  secretKey: Buffer;
   keys: Awaited<ReturnType<typeof tenantKeys>>;
   call(method: string, path: string, key?: string, body?: unknown): Promise<{ status: number; body: Json }>;
   /** Creates an endpoint through the API (acme's unless another key is given) and returns it with its secret. */
   createEndpoint(body: Json, key?: string): Promise<Json>;
+  /** Stops the service's dispatcher (once; `close` does it too). */
+  stopService(): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startEndpointHarness(clock: Clock, webhooks: Partial<Config['webhooks']> = {}, breaker: Partial<Config['breaker']> = { failureThreshold: 1_000 }): Promise<EndpointHarness> {
   const tdb = await createTestDb();
-  const box = newSecretBox();
+  const secretKey = randomBytes(32);
+  const box = createSecretBox(secretKey);
   const config = engineConfig({ breaker, webhooks });
   const service = createWebhookService({ db: tdb.db, clock, logger: silentLogger(), config: { ...config, endpoints: { disableAfterMs: 5 * 86_400_000 } }, secretBox: box });
   const deps = { db: tdb.db, clock, secretBox: box, production: false, signal: service.signal };
@@ -47,10 +54,13 @@ export async function startEndpointHarness(clock: Clock, webhooks: Partial<Confi
     const text = await res.text();
     return { status: res.status, body: (text === '' ? {} : JSON.parse(text)) as Json };
   };
+  let stopped: Promise<void> | undefined;
+  const stopService = () => (stopped ??= service.stop());
   return {
     tdb,
     service,
     box,
+    secretKey,
     keys,
     call,
     async createEndpoint(body, key = keys.acme) {
@@ -58,8 +68,9 @@ export async function startEndpointHarness(clock: Clock, webhooks: Partial<Confi
       if (res.status !== 201) throw new Error(`create endpoint answered ${res.status}: ${JSON.stringify(res.body)}`);
       return res.body.endpoint as Json;
     },
+    stopService,
     async close() {
-      await service.stop();
+      await stopService();
       await tdb.close();
     },
   };
