@@ -26,7 +26,7 @@ export const webhookEndpointSchema: Json = {
     disabledAt: { type: ['string', 'null'], format: 'date-time' },
     disabledReason: { type: ['string', 'null'], description: 'disabled_by_owner | endpoint_answered_410 | failing_continuously' },
     failingSince: { type: ['string', 'null'], format: 'date-time', description: 'Start of the current run of failed attempts' },
-    rateLimitPerSecond: { type: ['integer', 'null'], description: 'Throttle: at most this many deliveries a second, one send slot every 1.1 s / rate; null: none' },
+    rateLimitPerSecond: { type: ['integer', 'null'], description: 'Throttle: at most this many deliveries a second, one send slot every 1.2 s / rate; null: none' },
     ordering: { enum: ['launch', null], description: "launch: each launch's events one at a time in sequence order (the next after the previous was delivered or given up); null: none" },
     previousSecretExpiresAt: { type: ['string', 'null'], format: 'date-time', description: 'While set, attempts carry the signatures of the new and the previous secret' },
     secret: { type: 'string', description: 'whsec_ + base64 of 32 random bytes; only in the create and rotate-secret answers' },

@@ -93,7 +93,7 @@ const MAX_OFFERED = 256;
  * A throttled endpoint's delivery starts within this long of its claim (its send slot) or is given
  * back unsent, so a delay in our queue never squeezes two slots together (sql/throttle.ts).
  */
-const SLOT_SLACK_MS = 50;
+const SLOT_SLACK_MS = 25;
 
 interface Item extends ClaimedDelivery {
   trial: boolean;

@@ -9,6 +9,7 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
 //   previous was delivered or given up (failed, canceled). Other launches are not held. Same
 //   signature and result as migration 040, so settle_and_claim_webhook_deliveries is unchanged.
 //   The SQLite claim and the half-open trial take the same condition (src/webhooks/sql/ordering.ts).
+// - The throttle's slots are 1.2 s / rate apart (migration 040: 1.1 s), as src/webhooks/sql/throttle.ts.
 
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('webhook_endpoints').addColumn('ordering', 'text').execute();
@@ -163,7 +164,7 @@ begin
   where l.n > 0;
   if ids is null then return; end if;
   if cardinality(t_open) > 0 then
-    -- One delivery per throttled endpoint (its earliest due), and its next slot 1.1 s / rate on.
+    -- One delivery per throttled endpoint (its earliest due), and its next slot 1.2 s / rate on.
     select array_agg(x.id) into ids from (
       select y.id, y.endpoint_id,
         row_number() over (partition by coalesce(y.endpoint_id, y.id) order by y.next_attempt_at, y.created_at, y.id) as n
@@ -204,8 +205,8 @@ export async function down(db: Kysely<any>): Promise<void> {
   // (PostgreSQL keeps this claim function; migration 040's down drops it.)
 }
 
-/** As migration 040: a send slot per 1.1 s / rate. */
-const RATE_WINDOW_MS = 1_100;
+/** A send slot per 1.2 s / rate (migration 040: 1.1 s; its 100 ms for jitter proved too little for a receiver on a loaded machine). */
+const RATE_WINDOW_MS = 1_200;
 
 /** The delivery claim's advisory lock key (src/webhooks/sql/claimDeliveries.ts): claims take turns on it. */
 const CLAIM_LOCK_KEY = 0x64_6c_76_63; // 'dlvc'

@@ -4,12 +4,13 @@ import { execSql } from '../../db/sqlText.js';
 /**
  * Per-endpoint throttle (docs/webhooks.md, "Throttle"): an endpoint with `rate_limit_per_second` R
  * gets one send slot every RATE_WINDOW_MS / R ms, so at most R attempts start in any second, with
- * 100 ms of that window left for the jitter between our start and the receiver's clock. The claim
+ * 200 ms of that window left for the jitter between our start and the receiver's clock (1.1 s
+ * until migration 041: 100 ms proved too little for a receiver on a loaded machine). The claim
  * leases at most one delivery of a throttled endpoint whose slot has come and moves the slot on;
  * the others stay pending (no attempt counted, no breaker effect). Migration 040 does the same in
  * PostgreSQL's claim function, with the same constant.
  */
-export const RATE_WINDOW_MS = 1_100;
+export const RATE_WINDOW_MS = 1_200;
 
 /** The time between two send slots of an endpoint throttled to `rate` a second. */
 export function slotSpacingMs(rate: number): number {
