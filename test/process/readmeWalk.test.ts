@@ -142,10 +142,12 @@ function session(env: NodeJS.ProcessEnv) {
 }
 
 describe("the README's walk", () => {
-  it('runs as written: the key, health, keys, the example receiver, a launch to launch.complete, funding and the quote of launch.json, a backup into backups/', async () => {
+  it('runs as written: the key, health, keys, the example receiver, a launch to launch.complete, funding and the quote of launch.json, a backup into backups/, then docs/mcp.md\'s curl', async () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const blocks = walkBlocks(readme);
-    expect(blocks.length).toBeGreaterThanOrEqual(6);
+    // Then docs/mcp.md's curl, in the same terminal ($KEY set).
+    const mcpBlocks = walkBlocks(readFileSync(join(root, 'docs', 'mcp.md'), 'utf8')).map((block) => ({ ...block, file: 'docs/mcp.md' }));
+    const blocks = [...walkBlocks(readme).map((block) => ({ ...block, file: 'README.md' })), ...mcpBlocks];
+    expect(blocks.length).toBeGreaterThanOrEqual(7);
     const servicePort = await freePort();
     const receiverPort = await freePort();
     const env = walkEnv();
@@ -164,7 +166,7 @@ describe("the README's walk", () => {
     let receiver: { output: () => string } | undefined;
     for (const block of blocks) {
       if (block.background) {
-        receiver = await terminal(ports(block.code), env, block.background.ready, `README.md:${block.line}`);
+        receiver = await terminal(ports(block.code), env, block.background.ready, `${block.file}:${block.line}`);
         continue;
       }
       for (const command of commands(block.code)) {
@@ -173,7 +175,7 @@ describe("the README's walk", () => {
           .replace(/\bsk_\.\.\./g, key)
           .replace(/\bkey_\.\.\./g, acmeKey ?? 'key_...');
         const { status, output } = await shell.run(text);
-        if (status !== 0) throw new Error(`README.md:${block.line}: \`${command}\` exited ${status}:\n${output}`);
+        if (status !== 0) throw new Error(`${block.file}:${block.line}: \`${command}\` exited ${status}:\n${output}`);
         outputs.push(output);
       }
     }
@@ -185,6 +187,7 @@ describe("the README's walk", () => {
     const launchId = /"id":"(lch_[A-Za-z0-9_-]+)"/.exec(all)?.[1];
     expect(launchId).toBeDefined();
     expect(all).toMatch(/"sufficient":true/);
+    expect(all).toMatch(/"structuredContent":\{"launches":\[\{"id":"lch_.*"jsonrpc":"2\.0","id":1\}/); // docs/mcp.md's tools/call
     expect(all).toMatch(/^backed up .*\/data\/launch-service\.sqlite to .*\/backups\/launch-service-\d{4}-\d\d-\d\d\.sqlite/m);
     expect(readdirSync(join(dir, 'backups'))).toHaveLength(1);
     expect(existsSync(join(dir, 'launch.json'))).toBe(true);
