@@ -36,6 +36,10 @@ if (values.help) {
 }
 const statePath = listenStatePath(process.env);
 const ownSecret = process.env.LAUNCH_LISTEN_SECRET || undefined;
+// Both schemes sign with it, and Standard Webhooks' keys are the base64 after whsec_ (README "Forward events to your machine").
+if (ownSecret !== undefined && !/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/.test(ownSecret)) {
+  fail('LAUNCH_LISTEN_SECRET must be whsec_ followed by base64 (at least 16 characters), as the secrets listen makes: e.g. whsec_$(openssl rand -base64 24)');
+}
 let kept: { secret: string; created: boolean };
 try {
   kept = ownSecret ? { secret: ownSecret, created: false } : loadOrCreateSecret(statePath);
