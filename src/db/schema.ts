@@ -232,13 +232,17 @@ export interface FundingWalletsTable {
   low_balance_lamports: number | null;
   low_balance: Generated<number>;
   seen_balance: number | null;
-  withdrawing_lamports: number | null;
+  withdrawing_lamports: NullableLamportsColumn;
   withdrawing_until: number | null;
   created_at: number;
   updated_at: number;
 }
 
-export type FundingEntryKind = 'reserve' | 'spend' | 'release' | 'withdraw' | 'deposit';
+export type FundingEntryKind = 'reserve' | 'spend' | 'release' | 'withdraw' | 'deposit' | 'fee';
+
+/** Lamports in a bigint column: written exactly (a bigint binds as one), read as a number unless cast to text. */
+type LamportsColumn = ColumnType<number, number | bigint, number | bigint>;
+type NullableLamportsColumn = ColumnType<number | null, number | bigint | null, number | bigint | null>;
 
 /** An immutable ledger entry; reservations are derived from these, never stored as a balance. */
 export interface FundingLedgerTable {
@@ -246,12 +250,14 @@ export interface FundingLedgerTable {
   owner: string;
   launch_id: string | null;
   kind: FundingEntryKind;
-  lamports: number;
+  lamports: LamportsColumn;
   signature: string | null;
   idempotency_key: string | null;
   request_hash: string | null;
   details: string | null;
   created_at: number;
+  /** A withdrawal's fee, paid besides its `lamports` (migration 042); null for other entries. */
+  fee_lamports: NullableLamportsColumn;
 }
 
 /** The next sequence number of an owner's own events (key `own_<owner>`, webhooks/outbox.ts). */

@@ -1,22 +1,19 @@
-import { PublicKey, SystemProgram } from '@solana/web3.js';
-import bs58 from 'bs58';
+import { PublicKey } from '@solana/web3.js';
 import type { Logger } from 'pino';
 import type { ChainBackend } from '../chain/backend.js';
-import { serializeSigned } from '../chain/ed25519.js';
-import { buildSignedTransaction, LAMPORTS_PER_SIGNATURE } from '../chain/transaction.js';
 import type { LaunchPlan, StepName } from '../chain/steps/types.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Db, DbOrTx } from '../db/database.js';
-import { isPostgres } from '../db/dialect.js';
-import type { FundingEntryRow, FundingWalletRow } from '../db/schema.js';
+import type { FundingWalletRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
-import { ConflictError, InsufficientFundsError, InvalidInputError, LimitExceededError, UnavailableError, UnprocessableError } from '../lib/errors.js';
-import { closeReservation, dayUsage, insertEntry, launchReservation, recordedSpends, reservedLamports, withdrawalByKey } from './ledger.js';
+import { InsufficientFundsError, LimitExceededError } from '../lib/errors.js';
+import { closeReservation, dayUsage, insertEntry, launchReservation, recordedSpends, reservedLamports } from './ledger.js';
 import { launchCosts, presentQuote, type LaunchQuote } from './quote.js';
 import { limitsOf, writeLimits, type FundingLimits } from './limits.js';
-import { ensureWallet, findWallet, walletSeed, walletSigner } from './wallets.js';
+import { ensureWallet, findWallet, lockWallet, walletSeed } from './wallets.js';
+import { withdrawFunds, type Withdrawal } from './withdraw.js';
 
-export { limitsOf, type FundingLimits };
+export { limitsOf, type FundingLimits, type Withdrawal };
 
 /** Spends recorded this recently may not show in a balance read just before: not subtracted (ledger.ts). */
 const SPEND_SETTLE_MS = 5_000;
@@ -34,7 +31,7 @@ export interface FundingDeps {
   /** Runs in the transaction that makes an owner's wallet (the composition root creates its deposit watch). */
   onWalletCreated?(trx: DbOrTx, wallet: FundingWalletRow): Promise<void>;
   /** Runs in the transaction that records a withdrawal (the composition root emits `funding.withdrawn`). */
-  onWithdrawn?(trx: DbOrTx, withdrawal: { owner: string; address: string; to: string; lamports: number; signature: string }): Promise<void>;
+  onWithdrawn?(trx: DbOrTx, withdrawal: { owner: string; address: string; to: string; lamports: bigint; signature: string }): Promise<void>;
   /** Called after a transaction that ran `onWithdrawn` has committed (wakes the dispatcher). */
   afterCommit?(): void;
 }
@@ -225,94 +222,8 @@ export function createFunding(deps: FundingDeps) {
       return writeLimits(db, owner, limits, clock.now());
     },
 
-    /**
-     * `POST /api/funding/withdraw`: moves `lamports` from the owner's wallet to `to`, never below
-     * what its reservations hold. One withdrawal at a time per owner: its lamports are held on the
-     * wallet row (every instance sees them) from before the send until its ledger entry is written.
-     * The same Idempotency-Key answers the recorded withdrawal instead of sending again.
-     */
-    async withdraw(owner: string, args: { to: PublicKey; lamports: number; idempotencyKey?: string | undefined; requestHash?: string | undefined }): Promise<Withdrawal> {
-      if (args.idempotencyKey !== undefined) {
-        const done = await withdrawalByKey(db, owner, args.idempotencyKey);
-        if (done) return replayWithdrawal(done, args.requestHash);
-      }
-      const row = await wallet(owner);
-      const from = new PublicKey(row.address);
-      if (from.equals(args.to)) throw new InvalidInputError('`to` is the funding wallet itself', { fields: [{ field: 'to', message: 'must be another address' }] });
-      const readAt = clock.now();
-      const balance = await chain.getBalance(from);
-      const rentFloor = await chain.getMinimumBalanceForRentExemption(0);
-      const fee = LAMPORTS_PER_SIGNATURE;
-      const needed = args.lamports + fee;
-      await db.transaction().execute(async (trx) => {
-        const locked = await lockWallet(trx, owner);
-        const now = clock.now();
-        if (withdrawing(locked, now) > 0) throw new ConflictError('Another withdrawal from this wallet is being sent; retry in a moment', undefined, 'withdrawal_in_progress');
-        const held = await reservedLamports(trx, owner, { spendsBefore: readAt - SPEND_SETTLE_MS });
-        if (needed > balance) {
-          throw new InsufficientFundsError(`The funding wallet ${row.address} holds ${balance} lamports; this withdrawal needs ${needed} with its fee`, {
-            requiredLamports: String(needed),
-            availableLamports: String(Math.max(0, balance - held)),
-            address: row.address,
-          });
-        }
-        if (needed > balance - held) {
-          throw new ConflictError(`${held} lamports of the wallet are reserved for launches in flight; at most ${Math.max(0, balance - held - fee)} can be withdrawn now`, { reservedLamports: String(held), availableLamports: String(Math.max(0, balance - held)) }, 'funds_reserved');
-        }
-        const left = balance - needed;
-        if (left > 0 && left < rentFloor) {
-          throw new InvalidInputError(`This would leave ${left} lamports, below the rent-exempt minimum of ${rentFloor}; withdraw ${balance - fee} (everything) or leave at least ${rentFloor}`, { fields: [{ field: 'lamports', message: 'leaves a balance below the rent-exempt minimum' }] });
-        }
-        await trx.updateTable('funding_wallets').set({ withdrawing_lamports: needed, withdrawing_until: now + WITHDRAW_HOLD_MS }).where('owner', '=', owner).execute();
-      });
-      const release = () => db.updateTable('funding_wallets').set({ withdrawing_lamports: null, withdrawing_until: null }).where('owner', '=', owner).execute();
-      let signature: string;
-      try {
-        const signer = walletSigner(deps.secretBox, row);
-        const blockhash = await chain.getLatestBlockhash();
-        const tx = buildSignedTransaction(chain, signer, [SystemProgram.transfer({ fromPubkey: from, toPubkey: args.to, lamports: args.lamports })], [], blockhash);
-        signature = bs58.encode(tx.signature!);
-        await chain.sendRawTransaction(serializeSigned(tx));
-        await chain.confirmTransaction(signature, blockhash.lastValidBlockHeight, 'confirmed');
-      } catch (error) {
-        await release();
-        log.warn({ err: error, owner }, 'withdrawal failed');
-        throw new UnavailableError(`The withdrawal could not be sent: ${(error as Error).message}`, 5);
-      }
-      const now = clock.now();
-      await db.transaction().execute(async (trx) => {
-        await insertEntry(trx, { owner, kind: 'withdraw', lamports: args.lamports, signature, idempotencyKey: args.idempotencyKey ?? null, requestHash: args.requestHash ?? null, details: { to: args.to.toBase58() }, now });
-        await trx.updateTable('funding_wallets').set({ withdrawing_lamports: null, withdrawing_until: null }).where('owner', '=', owner).execute();
-        await deps.onWithdrawn?.(trx, { owner, address: row.address, to: args.to.toBase58(), lamports: args.lamports, signature });
-      });
-      deps.afterCommit?.();
-      log.info({ owner, lamports: args.lamports, to: args.to.toBase58(), signature }, 'withdrawal sent');
-      return { signature, lamports: String(args.lamports), to: args.to.toBase58() };
-    },
+    /** `POST /api/funding/withdraw` (withdraw.ts). */
+    withdraw: (owner: string, args: Parameters<typeof withdrawFunds>[2]): Promise<Withdrawal> =>
+      withdrawFunds({ db, chain, secretBox: deps.secretBox, clock, log, wallet, withdrawing, spendSettleMs: SPEND_SETTLE_MS, onWithdrawn: deps.onWithdrawn, afterCommit: deps.afterCommit }, owner, args),
   };
-}
-
-/** What `POST /api/funding/withdraw` answers. */
-export interface Withdrawal {
-  signature: string;
-  lamports: string;
-  to: string;
-}
-
-/** How long a withdrawal's lamports stay held if its process dies before recording it (the blockhash is long expired by then). */
-const WITHDRAW_HOLD_MS = 180_000;
-
-function replayWithdrawal(entry: FundingEntryRow, requestHash: string | undefined): Withdrawal {
-  if (requestHash !== undefined && entry.request_hash !== null && entry.request_hash !== requestHash) {
-    throw new UnprocessableError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body');
-  }
-  const details = entry.details === null ? {} : (JSON.parse(entry.details) as { to?: string });
-  return { signature: entry.signature ?? '', lamports: String(entry.lamports), to: details.to ?? '' };
-}
-
-/** The owner's wallet row, locked for the rest of the transaction on PostgreSQL. */
-export async function lockWallet(trx: DbOrTx, owner: string): Promise<FundingWalletRow> {
-  let query = trx.selectFrom('funding_wallets').selectAll().where('owner', '=', owner);
-  if (isPostgres(trx)) query = query.forUpdate();
-  return query.executeTakeFirstOrThrow();
 }

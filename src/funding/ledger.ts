@@ -8,16 +8,24 @@ export interface NewEntry {
   owner: string;
   launchId?: string | null;
   kind: FundingEntryKind;
-  lamports: number;
+  lamports: number | bigint;
   signature?: string | null;
   idempotencyKey?: string | null;
   requestHash?: string | null;
   details?: unknown;
+  /** A withdrawal's fee, paid besides `lamports`. */
+  feeLamports?: number | bigint | null;
+  /** The entry's id when the caller chose it first (a withdrawal's id goes on chain in its memo). */
+  id?: string;
   now: number;
 }
 
+/**
+ * Writes one entry. One entry per transaction of an owner: a second entry for a signature the
+ * owner's ledger already holds is refused by the unique index (migration 042) and throws.
+ */
 export async function insertEntry(db: DbOrTx, entry: NewEntry): Promise<string> {
-  const id = newSortableId('fle', entry.now);
+  const id = entry.id ?? newSortableId('fle', entry.now);
   await db
     .insertInto('funding_ledger')
     .values({
@@ -30,6 +38,7 @@ export async function insertEntry(db: DbOrTx, entry: NewEntry): Promise<string> 
       idempotency_key: entry.idempotencyKey ?? null,
       request_hash: entry.requestHash ?? null,
       details: entry.details === undefined ? null : JSON.stringify(entry.details),
+      fee_lamports: entry.feeLamports ?? null,
       created_at: entry.now,
     })
     .execute();
@@ -119,6 +128,7 @@ export function presentEntry(row: FundingEntryRow): Record<string, unknown> {
     launchId: row.launch_id,
     kind: row.kind,
     lamports: String(row.lamports),
+    feeLamports: row.fee_lamports === null ? null : String(row.fee_lamports),
     signature: row.signature,
     at: new Date(Number(row.created_at)).toISOString(),
   };

@@ -11,6 +11,13 @@ export async function findWallet(db: DbOrTx, owner: string): Promise<FundingWall
   return db.selectFrom('funding_wallets').selectAll().where('owner', '=', owner).executeTakeFirst();
 }
 
+/** The owner's wallet row, locked for the rest of the transaction on PostgreSQL. */
+export async function lockWallet(trx: DbOrTx, owner: string): Promise<FundingWalletRow> {
+  let query = trx.selectFrom('funding_wallets').selectAll().where('owner', '=', owner);
+  if (isPostgres(trx)) query = query.forUpdate();
+  return query.executeTakeFirstOrThrow();
+}
+
 /**
  * The owner's funding wallet, made on first use: a fresh keypair whose seed is sealed under
  * SECRET_KEY. Insert-if-absent, so instances racing on an owner's first request all end up with

@@ -25,6 +25,7 @@ import * as m026 from './026_rowid_after_xid.js';
 import * as m028 from './028_owner_bounds.js';
 import * as m040 from './040_endpoint_throttle.js';
 import * as m041 from './041_endpoint_ordering.js';
+import * as m042 from './042_ledger_signatures.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -54,6 +55,7 @@ export const migrations: Record<string, Migration> = {
   '028_owner_bounds': m028,
   '040_endpoint_throttle': m040,
   '041_endpoint_ordering': m041,
+  '042_ledger_signatures': m042,
 };
 
 export const migrationProvider: MigrationProvider = {

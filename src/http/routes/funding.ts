@@ -18,7 +18,9 @@ export interface FundingRouteDeps {
 
 const LIMIT_FIELDS = ['maxLamportsPerLaunch', 'maxLamportsPerDay', 'maxLaunchesPerDay', 'lowBalanceLamports'] as const;
 const OWNER = /^[A-Za-z0-9._:@-]{1,100}$/;
-const LAMPORTS = /^[0-9]{1,16}$/;
+const LAMPORTS = /^[0-9]{1,20}$/;
+/** The largest amount a transfer instruction carries (u64). */
+const U64_MAX = 2n ** 64n - 1n;
 
 /** `GET /funding`, `GET /funding/ledger`, `PUT /funding/:owner/limits`, `POST /funding/withdraw` (docs/api.md, "Funding"). */
 export function createFundingRoutes(deps: FundingRouteDeps): Hono<AppEnv> {
@@ -59,8 +61,9 @@ export function createFundingRoutes(deps: FundingRouteDeps): Hono<AppEnv> {
     } catch {
       fields.push({ field: 'to', message: 'must be a base58 public key' });
     }
-    const lamports = typeof raw.lamports === 'string' && LAMPORTS.test(raw.lamports) && BigInt(raw.lamports) > 0n ? Number(raw.lamports) : undefined;
-    if (lamports === undefined) fields.push({ field: 'lamports', message: 'must be a positive decimal string of lamports' });
+    // Exact: a bigint from the decimal string, never a JS number (2^53 and above would round).
+    const lamports = typeof raw.lamports === 'string' && LAMPORTS.test(raw.lamports) && BigInt(raw.lamports) > 0n && BigInt(raw.lamports) <= U64_MAX ? BigInt(raw.lamports) : undefined;
+    if (lamports === undefined) fields.push({ field: 'lamports', message: `must be a positive decimal string of lamports, at most ${U64_MAX}` });
     const extra = Object.keys(raw).filter((k) => k !== 'to' && k !== 'lamports');
     for (const k of extra) fields.push({ field: k, message: 'unknown field' });
     if (typeof body !== 'object' || body === null || Array.isArray(body) || fields.length > 0 || !to || lamports === undefined) {
@@ -91,7 +94,7 @@ function readLimits(body: unknown): Partial<FundingLimits> {
     const value = raw[field];
     if (value === null) limits[field] = null;
     else if (field === 'maxLaunchesPerDay' && typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 1_000_000) limits[field] = value;
-    else if (field !== 'maxLaunchesPerDay' && typeof value === 'string' && LAMPORTS.test(value)) limits[field] = Number(value);
+    else if (field !== 'maxLaunchesPerDay' && typeof value === 'string' && /^[0-9]{1,16}$/.test(value)) limits[field] = Number(value);
     else fields.push({ field, message: field === 'maxLaunchesPerDay' ? 'must be an integer from 0 to 1000000, or null' : 'must be a decimal string of lamports, or null' });
   }
   if (fields.length > 0) throw invalidRequest('The limits are invalid', { fields });
