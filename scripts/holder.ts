@@ -23,6 +23,8 @@ import BN from 'bn.js';
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey, Transaction, TransactionInstruction, sendAndConfirmTransaction } from '@solana/web3.js';
 import { createAssociatedTokenAccountIdempotentInstruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { readLocalEndpoints } from '../src/chain/embedded/localCluster.js';
+import { decodeVestingEscrow } from '../src/chain/programs/jupiterLock/escrowAccount.js';
+import { claimableAt } from '../src/chain/programs/jupiterLock/schedule.js';
 import { Vote, VoteType, YesNoVote, getTokenOwnerRecordAddress, withCastVote, withCreateProposal, withDepositGoverningTokens, withSignOffProposal } from '@solana/spl-governance';
 
 export const JUPITER_LOCK = new PublicKey('LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn');
@@ -140,6 +142,15 @@ async function main(argv: string[]): Promise<void> {
   const mint = new PublicKey(launch.results.mint);
   if (command === 'claim') {
     if (!launch.results.vesting) throw new Error('the launch has no vesting');
+    // A claim before anything is unlocked would move 0 tokens (and report vesting.claimed with amount 0): say when instead.
+    const escrow = await connection.getAccountInfo(new PublicKey(launch.results.vesting.escrow));
+    if (escrow) {
+      const { claimable, next } = claimableAt(decodeVestingEscrow(escrow.data), BigInt(Math.floor(Date.now() / 1000)));
+      if (claimable <= 0n) {
+        process.stderr.write(next ? `nothing to claim yet: ${next.amount} base units unlock at ${new Date(Number(next.at) * 1000).toISOString()}\n` : 'nothing left to claim: everything vested was claimed\n');
+        process.exit(1);
+      }
+    }
     process.stdout.write(`claimed: ${await claimVesting(connection, signer, new PublicKey(launch.results.vesting.escrow), mint)}\n`);
     return;
   }

@@ -58,3 +58,33 @@ export function deriveVestingSchedule(amount: bigint, startTime: bigint, request
 export function totalDeposit(params: VestingEscrowParams): bigint {
   return params.cliffUnlockAmount + params.amountPerPeriod * params.numberOfPeriod;
 }
+
+/** The schedule fields of an escrow and what its recipient has claimed (a decoded `VestingEscrow`). */
+export interface EscrowProgress {
+  cliffTime: bigint;
+  frequency: bigint;
+  cliffUnlockAmount: bigint;
+  amountPerPeriod: bigint;
+  numberOfPeriod: bigint;
+  totalClaimedAmount: bigint;
+}
+
+/** What Jupiter Lock has unlocked at `nowSeconds`: nothing before the cliff, then the cliff amount and one amount per whole period after it. */
+export function unlockedAt(escrow: EscrowProgress, nowSeconds: bigint): bigint {
+  if (nowSeconds < escrow.cliffTime) return 0n;
+  const periods = escrow.frequency === 0n ? escrow.numberOfPeriod : (nowSeconds - escrow.cliffTime) / escrow.frequency;
+  return escrow.cliffUnlockAmount + (periods < escrow.numberOfPeriod ? periods : escrow.numberOfPeriod) * escrow.amountPerPeriod;
+}
+
+/**
+ * What a claim at `nowSeconds` would move (unlocked less claimed), and the next time more unlocks
+ * (undefined once everything has): a claim before then moves nothing.
+ */
+export function claimableAt(escrow: EscrowProgress, nowSeconds: bigint): { claimable: bigint; next: { at: bigint; amount: bigint } | undefined } {
+  const now = unlockedAt(escrow, nowSeconds);
+  const candidates = [escrow.cliffTime];
+  if (nowSeconds >= escrow.cliffTime && escrow.frequency > 0n) candidates.push(escrow.cliffTime + ((nowSeconds - escrow.cliffTime) / escrow.frequency + 1n) * escrow.frequency);
+  else if (escrow.frequency > 0n) candidates.push(escrow.cliffTime + escrow.frequency);
+  const at = candidates.filter((t) => t > nowSeconds).find((t) => unlockedAt(escrow, t) > now);
+  return { claimable: now - escrow.totalClaimedAmount, next: at === undefined ? undefined : { at, amount: unlockedAt(escrow, at) - now } };
+}
