@@ -42,6 +42,7 @@ const NAV: Array<[string, string, boolean]> = [
   ['/dashboard', 'Overview', false],
   ['/dashboard/launches', 'Launches', false],
   ['/dashboard/deliveries', 'Deliveries', false],
+  ['/dashboard/endpoints', 'Endpoints', false],
   ['/dashboard/funding', 'Funding', false],
   ['/dashboard/dead-letters', 'Dead letters', true],
   ['/dashboard/breakers', 'Breakers', true],

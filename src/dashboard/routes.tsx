@@ -26,6 +26,9 @@ import { LAUNCH_STATUSES, LaunchesPage, listLaunchesPage } from './launches.js';
 import { OverviewPage, loadOverview } from './overview.js';
 import { formBodyGuard } from './formGuard.js';
 import { FundingPage, loadFunding } from './funding.js';
+import { EndpointPage, EndpointsPage, listEndpointsPage, loadEndpoint } from './endpoints.js';
+import { recoverEndpoint } from '../webhooks/endpoints/recover.js';
+import { parseRecover } from '../webhooks/endpoints/request.js';
 import { canSee } from './scope.js';
 import { createSession, deleteSession, findSession, newToken, sameToken, type DashboardUser } from './session.js';
 import { MessagePage, SignInPage } from './signIn.js';
@@ -75,6 +78,13 @@ const NOTICES: Record<string, string> = {
   retried: 'Dead letter retried.',
   resolved: 'Dead letter resolved.',
   reset: 'Breaker reset.',
+  recovered: 'Deliveries brought back.',
+};
+
+/** A form's `datetime-local` value (no zone) read as UTC; an ISO time as it is; empty: absent. */
+const utcTime = (value: string | undefined) => {
+  if (value === undefined || value.trim() === '') return undefined;
+  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(value) ? `${value.length === 16 ? `${value}:00` : value}Z` : value;
 };
 
 const pick = <T extends string>(value: string | undefined, allowed: readonly T[]): T | undefined => (allowed.includes(value as T) ? (value as T) : undefined);
@@ -195,7 +205,9 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
   const page = (c: Context<DashEnv>, title: string, path: string, body: Child) => {
     const notice = NOTICES[c.req.query('notice') ?? ''];
     const n = Number(c.req.query('n'));
-    const flash = notice && Number.isSafeInteger(n) && n > 1 ? `${notice} (${n})` : notice;
+    // A count after the notice when several were done (a recover's count always: it may be none).
+    const counted = c.req.query('notice') === 'recovered' ? n >= 0 : n > 1;
+    const flash = notice && Number.isSafeInteger(n) && counted ? `${notice} (${n})` : notice;
     return c.html(
       <Layout title={title} user={user(c)} path={path} flash={flash}>
         {body}
@@ -254,6 +266,31 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
     await redeliverEvent(deps.db, deps.clock, { eventId: original.event_id, launchId: original.launch_id, deliveryId: original.id }, deps.maxRedeliveries);
     deps.signal.notify();
     return c.redirect(withNotice(backTo(field(c.get('form'), 'back'), '/dashboard/deliveries'), 'redelivered'), 303);
+  });
+
+  app.get('/endpoints', async (c) => {
+    const rows = await listEndpointsPage(deps.db, user(c));
+    return page(c, 'Endpoints', '/dashboard/endpoints', <EndpointsPage rows={rows} user={user(c)} />);
+  });
+
+  app.get('/endpoints/:id', async (c) => {
+    const detail = await loadEndpoint(deps.db, user(c), c.req.param('id'), deps.clock.now());
+    // Another owner's endpoint is "not found", as in the API.
+    if (!detail) throw new NotFoundError(`Webhook endpoint ${c.req.param('id').slice(0, 80)} not found`);
+    return page(c, 'Endpoint', '/dashboard/endpoints', <EndpointPage detail={detail} user={user(c)} now={deps.clock.now()} />);
+  });
+
+  app.post('/endpoints/:id/recover', async (c) => {
+    const u = user(c);
+    if (!u.isAdmin && !u.scopes.includes('launches:write')) throw new NotFoundError('Recovering needs the launches:write scope');
+    const form = c.get('form');
+    const since = utcTime(field(form, 'since'));
+    const until = utcTime(field(form, 'until'));
+    const window = parseRecover(until === undefined ? { since } : { since, until }, deps.clock.now());
+    const id = c.req.param('id');
+    const ids = await recoverEndpoint({ db: deps.db, clock: deps.clock }, id, u.isAdmin ? undefined : u.owner, window);
+    deps.signal.notify();
+    return c.redirect(withNotice(`/dashboard/endpoints/${encodeURIComponent(id)}`, 'recovered', ids.length), 303);
   });
 
   app.get('/dead-letters', async (c) => {
