@@ -16,7 +16,7 @@ import { effectiveBounds, readBoundOverrides, writeBoundOverrides, type BoundOve
 import { OWNER_LIMIT_CEILINGS } from '../src/config/config.js';
 import { limitsOf, writeLimits, type FundingLimits } from '../src/funding/limits.js';
 import { formatSol, parseSol } from '../src/funding/sol.js';
-import { ensureWallet, findWallet } from '../src/funding/wallets.js';
+import { ensureWallet, findWallet, ownerKnown } from '../src/funding/wallets.js';
 
 const USAGE =
   'usage: npm run keys -- create --owner <name> --scopes <a,b> [--name <label>] | list | revoke <id>\n' +
@@ -107,6 +107,7 @@ async function main(): Promise<number> {
         address = wallet.address;
         current = limitsOf(wallet);
       } else {
+        if (!(await ownerKnown(db, owner))) return fail(`No owner "${owner}": it has no API key and no funding wallet; create its key first (nothing was created)`);
         // The wallet is made here if the owner has none yet (not airdropped: that is the service's, on first use).
         const { wallet, created } = await ensureWallet(db, createSecretBox(config.secretKey), owner, Date.now());
         if (created) process.stderr.write(`Made the funding wallet ${wallet.address} for "${owner}"; deposit to it before its first launch.\n`);

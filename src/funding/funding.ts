@@ -6,11 +6,11 @@ import type { SecretBox } from '../crypto/secretBox.js';
 import type { Db, DbOrTx } from '../db/database.js';
 import type { FundingWalletRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
-import { InsufficientFundsError, LimitExceededError } from '../lib/errors.js';
+import { InsufficientFundsError, LimitExceededError, NotFoundError } from '../lib/errors.js';
 import { closeReservation, dayUsage, insertEntry, launchReservation, recordedSpends, reservedLamports } from './ledger.js';
 import { launchCosts, presentQuote, type LaunchQuote } from './quote.js';
 import { limitsOf, writeLimits, type FundingLimits } from './limits.js';
-import { ensureWallet, findWallet, lockWallet, walletSeed } from './wallets.js';
+import { ensureWallet, findWallet, lockWallet, ownerKnown, walletSeed } from './wallets.js';
 import { withdrawFunds, type Withdrawal } from './withdraw.js';
 
 export { limitsOf, type FundingLimits, type Withdrawal };
@@ -216,8 +216,12 @@ export function createFunding(deps: FundingDeps) {
     /** In the transaction that completes or fails a launch: the one `release` entry of its reservation. */
     release: (trx: DbOrTx, launchId: string) => closeReservation(trx, { launchId, now: clock.now() }),
 
-    /** `PUT /api/funding/{owner}/limits`: sets the given limits (null clears one); the others stay. */
+    /**
+     * `PUT /api/funding/{owner}/limits`: sets the given limits (null clears one); the others stay.
+     * An owner with no API key and no wallet is not found: nothing is made or airdropped.
+     */
     async setLimits(owner: string, limits: Partial<FundingLimits>): Promise<FundingLimits> {
+      if (!(await ownerKnown(db, owner))) throw new NotFoundError(`No owner "${owner}": it has no API key and no funding wallet, so it has no limits to set; nothing was created`);
       await wallet(owner);
       return writeLimits(db, owner, limits, clock.now());
     },

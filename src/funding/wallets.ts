@@ -11,6 +11,16 @@ export async function findWallet(db: DbOrTx, owner: string): Promise<FundingWall
   return db.selectFrom('funding_wallets').selectAll().where('owner', '=', owner).executeTakeFirst();
 }
 
+/**
+ * Whether `owner` is one the service knows: it has a funding wallet or any API key (revoked ones
+ * count). Setting limits for any other name would make a wallet (and outside production airdrop
+ * to it) for an owner nobody can use (docs/funding.md, "Limits").
+ */
+export async function ownerKnown(db: DbOrTx, owner: string): Promise<boolean> {
+  if (await findWallet(db, owner)) return true;
+  return (await db.selectFrom('api_keys').select('id').where('owner', '=', owner).limit(1).executeTakeFirst()) !== undefined;
+}
+
 /** The owner's wallet row, locked for the rest of the transaction on PostgreSQL. */
 export async function lockWallet(trx: DbOrTx, owner: string): Promise<FundingWalletRow> {
   let query = trx.selectFrom('funding_wallets').selectAll().where('owner', '=', owner);

@@ -114,7 +114,7 @@ export const fundingPaths: Json = {
       security: bearer,
       parameters: [{ name: 'owner', in: 'path', required: true, schema: { type: 'string' } }],
       requestBody: { required: true, content: { 'application/json': { schema: limits } } },
-      responses: { 200: json({ type: 'object', properties: { limits } }, 'The owner’s limits'), 400: error('invalid_request'), 401: error('unauthorized'), 403: error('forbidden') },
+      responses: { 200: json({ type: 'object', properties: { limits } }, 'The owner’s limits'), 400: error('invalid_request'), 401: error('unauthorized'), 403: error('forbidden'), 404: error('not_found: the owner has no API key and no funding wallet (nothing created)') },
     },
   },
   '/api/owners/{owner}/bounds': {

@@ -122,3 +122,21 @@ describe('withdrawal destinations and fees', () => {
     expect(await db.selectFrom('funding_ledger').select('id').where('signature', '=', signature).execute()).toHaveLength(2);
   });
 });
+
+describe('limits of an owner that does not exist', () => {
+  it('answers 404 for an owner with no key and no wallet, making no wallet and airdropping nothing', async () => {
+    t = await startTestService();
+    const admin = await t.key('ops', ['admin']);
+    const res = await t.request('/api/funding/ghost/limits', { method: 'PUT', key: admin, json: { maxLaunchesPerDay: 3 } });
+    expect(res.status).toBe(404);
+    const error = ((await res.json()) as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe('not_found');
+    expect(error.message).toContain('ghost');
+    expect(await t.service.db.selectFrom('funding_wallets').select('owner').execute()).toEqual([]);
+    // An owner with a key (and no wallet yet) gets its wallet and its limits.
+    await t.key('acme', ['launches:read']);
+    const set = await t.request('/api/funding/acme/limits', { method: 'PUT', key: admin, json: { maxLaunchesPerDay: 3 } });
+    expect(set.status).toBe(200);
+    expect((await t.service.db.selectFrom('funding_wallets').select('owner').execute()).map((r) => r.owner)).toEqual(['acme']);
+  });
+});

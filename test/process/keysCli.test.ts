@@ -88,6 +88,7 @@ describe('npm run keys -- limits', () => {
       [['--owner', 'acme', '--max-launches-per-day', '2.5'], '--max-launches-per-day must be a whole number'],
       [['--max-sol-per-launch', '1'], '--owner is required'],
       [['--owner', 'nobody'], 'nobody has no funding wallet yet'],
+      [['--owner', 'nobody', '--max-sol-per-launch', '1'], 'No owner "nobody": it has no API key and no funding wallet'],
       [['--owner', 'acme', '--max-sol', '1'], "Unknown option '--max-sol'"],
     ];
     for (const [args, message] of cases) {
