@@ -14,7 +14,7 @@ import type { Scope } from '../src/auth/scopes.js';
 import { createSecretBox } from '../src/crypto/secretBox.js';
 import { effectiveBounds, readBoundOverrides, writeBoundOverrides, type BoundOverrides, type OwnerBound } from '../src/bounds/ownerBounds.js';
 import { OWNER_LIMIT_CEILINGS } from '../src/config/config.js';
-import { limitsOf, writeLimits, type FundingLimits } from '../src/funding/limits.js';
+import { limitsOf, readLimits, writeLimits, type FundingLimits } from '../src/funding/limits.js';
 import { formatSol, parseSol } from '../src/funding/sol.js';
 import { ensureWallet, findWallet, ownerKnown } from '../src/funding/wallets.js';
 
@@ -105,7 +105,7 @@ async function main(): Promise<number> {
         const wallet = await findWallet(db, owner);
         if (!wallet) return fail(`${owner} has no funding wallet yet (it is made on the owner's first use, or by setting a limit)`);
         address = wallet.address;
-        current = limitsOf(wallet);
+        current = (await readLimits(db, owner)) ?? limitsOf(wallet);
       } else {
         if (!(await ownerKnown(db, owner))) return fail(`No owner "${owner}": it has no API key and no funding wallet; create its key first (nothing was created)`);
         // The wallet is made here if the owner has none yet (not airdropped: that is the service's, on first use).
@@ -114,7 +114,7 @@ async function main(): Promise<number> {
         address = wallet.address;
         current = await writeLimits(db, owner, limits, Date.now());
       }
-      const sol = (v: number | null) => (v === null ? 'none' : formatSol(v));
+      const sol = (v: bigint | null) => (v === null ? 'none' : formatSol(v));
       process.stdout.write(
         `owner\t${owner}\naddress\t${address}\n` +
           `max-sol-per-launch\t${sol(current.maxLamportsPerLaunch)}\n` +

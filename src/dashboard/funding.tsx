@@ -70,7 +70,7 @@ export async function loadFunding(db: Db, user: DashboardUser, balanceOf: (addre
 }
 
 /** An amount in SOL, its exact lamports in the tooltip. */
-const Sol: FC<{ lamports: number | null | undefined; none?: string }> = ({ lamports, none = '—' }) =>
+const Sol: FC<{ lamports: number | bigint | null | undefined; none?: string }> = ({ lamports, none = '—' }) =>
   lamports === null || lamports === undefined ? <span class="muted">{none}</span> : <abbr title={`${lamports.toLocaleString('en-US')} lamports`}>{formatSol(lamports)} SOL</abbr>;
 
 /** One owner bound: its value, marked when an admin set it for this owner (else it is the configured default). */

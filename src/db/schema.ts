@@ -226,10 +226,10 @@ export interface FundingWalletsTable {
   address: string;
   /** The keypair's 32-byte seed, base64, sealed under SECRET_KEY. */
   seed_enc: string;
-  max_lamports_per_launch: number | null;
-  max_lamports_per_day: number | null;
+  max_lamports_per_launch: NullableLamportsColumn;
+  max_lamports_per_day: NullableLamportsColumn;
   max_launches_per_day: number | null;
-  low_balance_lamports: number | null;
+  low_balance_lamports: NullableLamportsColumn;
   low_balance: Generated<number>;
   seen_balance: number | null;
   withdrawing_lamports: NullableLamportsColumn;

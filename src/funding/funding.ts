@@ -9,7 +9,7 @@ import type { Clock } from '../lib/clock.js';
 import { InsufficientFundsError, LimitExceededError, NotFoundError } from '../lib/errors.js';
 import { closeReservation, dayUsage, insertEntry, launchReservation, recordedSpends, reservedLamports } from './ledger.js';
 import { launchCosts, presentQuote, type LaunchQuote } from './quote.js';
-import { limitsOf, writeLimits, type FundingLimits } from './limits.js';
+import { limitsOf, readLimits, writeLimits, type FundingLimits } from './limits.js';
 import { ensureWallet, findWallet, lockWallet, ownerKnown, walletSeed } from './wallets.js';
 import { withdrawFunds, type Withdrawal } from './withdraw.js';
 
@@ -50,7 +50,7 @@ export type Funding = ReturnType<typeof createFunding>;
 const DAY_MS = 86_400_000;
 const dayStartOf = (now: number) => Math.floor(now / DAY_MS) * DAY_MS;
 const iso = (ms: number) => new Date(ms).toISOString();
-const amount = (value: number | null) => (value === null ? null : String(value));
+const amount = (value: bigint | null) => (value === null ? null : String(value));
 
 /**
  * Every owner pays for its own launches (docs/funding.md): the owner's wallet, its quote, the
@@ -111,7 +111,7 @@ export function createFunding(deps: FundingDeps) {
       const row = await wallet(owner);
       const { balance, reserved, available, readAt } = await position(row);
       const today = await dayUsage(db, owner, dayStartOf(readAt));
-      const limits = limitsOf(row);
+      const limits = (await readLimits(db, owner)) ?? limitsOf(row);
       return {
         owner,
         address: row.address,
@@ -156,10 +156,10 @@ export function createFunding(deps: FundingDeps) {
       const owner = prepared.wallet.owner;
       const now = clock.now();
       const row = await lockWallet(trx, owner);
-      const limits = limitsOf(row);
+      const limits = (await readLimits(trx, owner)) ?? limitsOf(row);
       const total = prepared.totalLamports;
       const resetsAt = iso(dayStartOf(now) + DAY_MS);
-      if (limits.maxLamportsPerLaunch !== null && total > limits.maxLamportsPerLaunch) {
+      if (limits.maxLamportsPerLaunch !== null && BigInt(total) > limits.maxLamportsPerLaunch) {
         throw refused(new LimitExceededError(`This launch needs ${total} lamports; the limit per launch is ${limits.maxLamportsPerLaunch}`, {
           limit: 'maxLamportsPerLaunch',
           max: String(limits.maxLamportsPerLaunch),
@@ -175,7 +175,7 @@ export function createFunding(deps: FundingDeps) {
             resetsAt,
           }));
         }
-        if (limits.maxLamportsPerDay !== null && today.lamports + total > limits.maxLamportsPerDay) {
+        if (limits.maxLamportsPerDay !== null && BigInt(today.lamports) + BigInt(total) > limits.maxLamportsPerDay) {
           throw refused(new LimitExceededError(`Today's launches hold or spent ${today.lamports} lamports; this one needs ${total} more, over the daily limit of ${limits.maxLamportsPerDay}`, {
             limit: 'maxLamportsPerDay',
             max: String(limits.maxLamportsPerDay),

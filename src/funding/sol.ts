@@ -2,12 +2,11 @@
 
 const SOL = /^(\d{1,7})(?:\.(\d{1,9}))?$/;
 
-/** `"2.5"` → 2500000000; undefined for anything but a decimal with at most 9 places (and 7 whole digits). */
-export function parseSol(text: string): number | undefined {
+/** `"2.5"` → 2500000000n, exact; undefined for anything but a decimal with at most 9 places (and 7 whole digits). */
+export function parseSol(text: string): bigint | undefined {
   const match = SOL.exec(text.trim());
   if (!match) return undefined;
-  const lamports = Number(match[1]) * 1e9 + Number((match[2] ?? '').padEnd(9, '0'));
-  return Number.isSafeInteger(lamports) ? lamports : undefined;
+  return BigInt(match[1]!) * 1_000_000_000n + BigInt((match[2] ?? '').padEnd(9, '0'));
 }
 
 /** 2500000000 → `"2.5"`, 1 → `"0.000000001"`: exact, no rounding, no trailing zeros. */

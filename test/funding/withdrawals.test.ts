@@ -140,3 +140,19 @@ describe('limits of an owner that does not exist', () => {
     expect((await t.service.db.selectFrom('funding_wallets').select('owner').execute()).map((r) => r.owner)).toEqual(['acme']);
   });
 });
+
+describe('exact lamports', () => {
+  it('stores and returns a limit above 2^53 exactly, and refuses one above 2^63 − 1', async () => {
+    t = await startTestService();
+    const admin = await t.key('ops', ['admin']);
+    const acme = await t.key('acme', ['launches:read']);
+    const big = '9007199254740993';
+    const set = await t.request('/api/funding/acme/limits', { method: 'PUT', key: admin, json: { maxLamportsPerLaunch: big, lowBalanceLamports: '9223372036854775807' } });
+    expect(set.status).toBe(200);
+    expect(((await set.json()) as { limits: Record<string, unknown> }).limits).toMatchObject({ maxLamportsPerLaunch: big, lowBalanceLamports: '9223372036854775807' });
+    const shown = ((await (await t.request('/api/funding', { key: acme })).json()) as { funding: { limits: Record<string, unknown> } }).funding.limits;
+    expect(shown).toMatchObject({ maxLamportsPerLaunch: big, lowBalanceLamports: '9223372036854775807' });
+    const tooBig = await t.request('/api/funding/acme/limits', { method: 'PUT', key: admin, json: { maxLamportsPerDay: '9223372036854775808' } });
+    expect(tooBig.status).toBe(400);
+  });
+});

@@ -62,7 +62,7 @@ describe('npm run keys -- limits', () => {
     expect(set.status).toBe(0);
     const { db, close } = openDatabase(join(dir, 'launch-service.sqlite'));
     const row = await db.selectFrom('funding_wallets').selectAll().where('owner', '=', 'acme').executeTakeFirstOrThrow();
-    expect(limitsOf(row)).toEqual({ maxLamportsPerLaunch: 2_500_000_000, maxLamportsPerDay: 10_000_000_000, maxLaunchesPerDay: 7, lowBalanceLamports: 1 });
+    expect(limitsOf(row)).toEqual({ maxLamportsPerLaunch: 2_500_000_000n, maxLamportsPerDay: 10_000_000_000n, maxLaunchesPerDay: 7, lowBalanceLamports: 1n });
     expect(set.stdout).toBe(`owner\tacme\naddress\t${row.address}\nmax-sol-per-launch\t2.5\nmax-sol-per-day\t10\nmax-launches-per-day\t7\nlow-balance-sol\t0.000000001\n`);
     // The wallet it made is one the service can sign with: its seed is sealed, never stored plain.
     expect(row.seed_enc).not.toMatch(/^[A-Za-z0-9+/]{43}=$/);
@@ -71,13 +71,17 @@ describe('npm run keys -- limits', () => {
     expect(cleared.status).toBe(0);
     expect(cleared.stdout).toContain('max-sol-per-launch\t2.5\nmax-sol-per-day\tnone\nmax-launches-per-day\t0\n');
     const after = await db.selectFrom('funding_wallets').selectAll().where('owner', '=', 'acme').executeTakeFirstOrThrow();
-    expect(limitsOf(after)).toEqual({ maxLamportsPerLaunch: 2_500_000_000, maxLamportsPerDay: null, maxLaunchesPerDay: 0, lowBalanceLamports: 1 });
+    expect(limitsOf(after)).toEqual({ maxLamportsPerLaunch: 2_500_000_000n, maxLamportsPerDay: null, maxLaunchesPerDay: 0, lowBalanceLamports: 1n });
     expect(after.address).toBe(row.address);
 
     // With no limit named it only shows them.
     const shown = keys('limits', '--owner', 'acme');
     expect(shown.status).toBe(0);
     expect(shown.stdout).toBe(cleared.stdout);
+    // Above 2^53 lamports, exactly (a JS number would make it …992).
+    const exact = keys('limits', '--owner', 'acme', '--max-sol-per-launch', '9007199.254740993');
+    expect(exact.status, exact.stderr).toBe(0);
+    expect(exact.stdout).toContain('max-sol-per-launch\t9007199.254740993\n');
     await close();
   }, 180_000);
 

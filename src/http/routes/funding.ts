@@ -2,6 +2,7 @@ import { PublicKey } from '@solana/web3.js';
 import { Hono } from 'hono';
 import type { Db } from '../../db/database.js';
 import type { Funding, FundingLimits } from '../../funding/funding.js';
+import { MAX_LIMIT_LAMPORTS } from '../../funding/limits.js';
 import { listEntries, presentEntry } from '../../funding/ledger.js';
 import { invalidRequest } from '../errors.js';
 import type { AppEnv } from '../env.js';
@@ -94,8 +95,8 @@ function readLimits(body: unknown): Partial<FundingLimits> {
     const value = raw[field];
     if (value === null) limits[field] = null;
     else if (field === 'maxLaunchesPerDay' && typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 1_000_000) limits[field] = value;
-    else if (field !== 'maxLaunchesPerDay' && typeof value === 'string' && /^[0-9]{1,16}$/.test(value)) limits[field] = Number(value);
-    else fields.push({ field, message: field === 'maxLaunchesPerDay' ? 'must be an integer from 0 to 1000000, or null' : 'must be a decimal string of lamports, or null' });
+    else if (field !== 'maxLaunchesPerDay' && typeof value === 'string' && /^[0-9]{1,19}$/.test(value) && BigInt(value) <= MAX_LIMIT_LAMPORTS) limits[field] = BigInt(value);
+    else fields.push({ field, message: field === 'maxLaunchesPerDay' ? 'must be an integer from 0 to 1000000, or null' : `must be a decimal string of lamports up to ${MAX_LIMIT_LAMPORTS}, or null` });
   }
   if (fields.length > 0) throw invalidRequest('The limits are invalid', { fields });
   if (Object.keys(limits).length === 0) throw invalidRequest(`Name at least one limit: ${LIMIT_FIELDS.join(', ')}`);
@@ -103,7 +104,7 @@ function readLimits(body: unknown): Partial<FundingLimits> {
 }
 
 export function presentLimits(limits: FundingLimits): Record<string, unknown> {
-  const amount = (v: number | null) => (v === null ? null : String(v));
+  const amount = (v: bigint | null) => (v === null ? null : String(v));
   return {
     maxLamportsPerLaunch: amount(limits.maxLamportsPerLaunch),
     maxLamportsPerDay: amount(limits.maxLamportsPerDay),
