@@ -110,6 +110,12 @@ describe('configuration', () => {
     expect(loadConfig({ DATA_DIR: dir, SOLANA_RPC_URL: 'https://a.example, https://b.example', SOLANA_PAYER_KEYPAIR: '/x' }).chain.mode).toBe('rpc');
   });
 
+  it('times a short RPC read out after SOLANA_RPC_READ_TIMEOUT (2 s) and a slow request after SOLANA_RPC_TIMEOUT (10 s); an open breaker tries again after 5 s', () => {
+    expect(loadConfig({ DATA_DIR: dir }).chain).toMatchObject({ rpcReadTimeoutMs: 2000, rpcTimeoutMs: 10_000, rpcBreakerResetMs: 5000 });
+    expect(loadConfig({ DATA_DIR: dir, SOLANA_RPC_READ_TIMEOUT: '500ms' }).chain.rpcReadTimeoutMs).toBe(500);
+    expect(refusal({ SOLANA_RPC_READ_TIMEOUT: '0s' }).variable).toBe('SOLANA_RPC_READ_TIMEOUT');
+  });
+
   it('reads LAUNCH_TRANSIENT_DEADLINE as a duration: 1 h by default, above zero', () => {
     expect(loadConfig({ DATA_DIR: dir }).runner.transientDeadlineMs).toBe(3_600_000);
     expect(loadConfig({ DATA_DIR: dir, LAUNCH_TRANSIENT_DEADLINE: '15m' }).runner.transientDeadlineMs).toBe(900_000);

@@ -68,13 +68,11 @@ const goals: Record<string, Goal> = {
   'dispatch-pg-2-cpu': { text: '(reported)', met: () => true },
   'pipeline-pg-1': { text: '(reported)', met: () => true },
   'pipeline-pg-2': { text: '(reported)', met: () => true },
-  // A dropped send is resent every ~2 s: at 30 % drops the median launch loses seconds, not a blockhash lifetime (60 s+).
-  'flaky-0-p50': { text: '(reported)', met: () => true },
-  'flaky-0-p99': { text: '(reported)', met: () => true },
-  'flaky-10-p50': { text: '(reported)', met: () => true },
-  'flaky-10-p99': { text: '(reported)', met: () => true },
-  'flaky-30-p50': { text: '< 10000 ms', met: (r) => r.value < 10_000 },
-  'flaky-30-p99': { text: '< 20000 ms', met: (r) => r.value < 20_000 },
+  // Twelve launches through every fault kind at once (docs/benchmarks.md, `flaky`).
+  'flaky-clean-p50': { text: '(reported)', met: () => true },
+  'flaky-clean-max': { text: '(reported)', met: () => true },
+  'flaky-p50': { text: '≤ 10000 ms', met: (r) => r.value <= 10_000 },
+  'flaky-max': { text: '≤ 30000 ms', met: (r) => r.value <= 30_000 },
   // Claims after a simulated month of history and retention, against day 1's.
   'soak-day1': { text: '(reported)', met: () => true },
   'soak-day30': { text: 'ratio ≥ 0.8', met: (r) => r.ratio >= 0.8 },
@@ -98,7 +96,7 @@ export const scenarios: Scenario[] = [
   { name: 'fanout', run: async () => (({ results, note }) => rows(results, note))(await benchFanout(20, 500)) },
   { name: 'backlog-memory', run: async () => (({ result, note }) => rows([result], note))(await benchBacklog(100_000, 5000)) },
   { name: 'pipeline', run: async () => (({ results, note }) => rows(results, note))(await benchPipeline(100)) },
-  { name: 'flaky', run: async () => (({ results, note }) => rows(results, note))(await benchFlaky(20)) },
+  { name: 'flaky', run: async () => (({ results, note }) => rows(results, note))(await benchFlaky(12)) },
   { name: 'watch', run: async () => (({ results, note }) => rows(results, note))(await benchWatch(1000, 20)) },
   { name: 'burst', run: async () => (({ results, note }) => rows(results, note))(await benchBurst(Number(process.env.BENCH_BURST_LAUNCHES ?? 2000))) },
   {

@@ -46,6 +46,9 @@ import { withdrawn } from '../watcher/events.js';
 import { recordOwnerEvent } from '../webhooks/outbox.js';
 import { createRetention, type Retention } from '../retention/retention.js';
 
+/** RUNNER_CONCURRENCY's default against an RPC cluster (docs/configuration.md). */
+export const DEFAULT_RPC_RUNNER_CONCURRENCY = 16;
+
 export interface Service {
   app: Hono<AppEnv>;
   /** For the HTTP server (startHttpServer's `fastPath`): anonymous `GET`/`HEAD /api/health` without the framework. */
@@ -184,14 +187,19 @@ export async function createService(
       finalize: (signatures) => finalizeAll(chain, signatures),
       // A completed launch gets its watches in the same transaction (docs/watcher.md).
       onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
-      busy: () => webhooks.engine.loopLag.busy(),
+      // While the event loop runs late, take one launch at a time: the embedded chain's work is CPU on
+      // this process. Against a cluster a launch mostly waits on the network, so holding it back
+      // relieves nothing (on a busy machine it would run launches one by one).
+      busy: chain.kind === 'rpc' ? undefined : () => webhooks.engine.loopLag.busy(),
       completed: () => (watcher.wake(), wakeups.publish('watches')),
       leaseMs: config.runner.leaseMs,
       transientDeadlineMs: config.runner.transientDeadlineMs,
       // Every RPC endpoint's breaker open: hold launches rather than spend their tries on fast failures.
       chainAvailable: () => chain.breakerState?.().state !== 'open',
-      // With the chain on its own thread, more launches in flight keep both threads busy.
-      concurrency: config.runner.concurrency ?? (chainThread ? 4 : 2),
+      // Against a cluster a launch waits on the network, not the CPU: many wait at once, bounded by the
+      // provider (its 429s slow every call to it) and the owners' wallets and launch bounds. With the
+      // embedded chain on its own thread, more launches in flight keep both threads busy.
+      concurrency: config.runner.concurrency ?? (chain.kind === 'rpc' ? DEFAULT_RPC_RUNNER_CONCURRENCY : chainThread ? 4 : 2),
       // The embedded chain commits to this database after the pending record, in WAL order (on its
       // thread too: a second connection to the same file and WAL).
       pendingDurability: chain.kind === 'embedded' ? 'ordered' : 'full',

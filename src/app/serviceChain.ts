@@ -40,6 +40,7 @@ export async function createChainBackend(
       clock: deps.clock,
       logger: deps.logger,
       requestTimeoutMs: config.chain.rpcTimeoutMs,
+      readTimeoutMs: config.chain.rpcReadTimeoutMs,
       breaker: { resetTimeoutMs: config.chain.rpcBreakerResetMs },
     });
   }

@@ -26,8 +26,10 @@ export interface Config {
     /** SOLANA_RPC_URL as given: one URL or a comma-separated list, primary first. */
     rpcUrl: string | undefined;
     payerKeypairPath: string | undefined;
-    /** SOLANA_RPC_TIMEOUT: how long one RPC request may take before it counts as lost. */
+    /** SOLANA_RPC_TIMEOUT: how long a slow RPC request (a send, a simulation, a history page) may take before it counts as lost. */
     rpcTimeoutMs: number;
+    /** SOLANA_RPC_READ_TIMEOUT: the same for every other request, a short read; a lost one is tried again at once. */
+    rpcReadTimeoutMs: number;
     /** SOLANA_RPC_BREAKER_RESET: how long an RPC endpoint's open breaker refuses calls before a trial one. */
     rpcBreakerResetMs: number;
     programsDir: string | undefined;
@@ -50,8 +52,9 @@ export interface Config {
   };
   /**
    * The launch runner: how long a claimed launch stays leased without a heartbeat (another runner may
-   * resume it after), and RUNNER_CONCURRENCY, the launches it runs at once (undefined: 4 with the
-   * embedded chain on its own thread, else 2). LAUNCH_TRANSIENT_DEADLINE: how long a step may wait on
+   * resume it after), and RUNNER_CONCURRENCY, the launches it runs at once (undefined: 16 against
+   * an RPC cluster, where a launch waits on the network; 4 with the embedded chain on its own thread,
+   * else 2). LAUNCH_TRANSIENT_DEADLINE: how long a step may wait on
    * transient chain faults before its launch fails.
    */
   runner: { leaseMs: number; concurrency: number | undefined; transientDeadlineMs: number };
@@ -391,7 +394,8 @@ export function loadConfig(env: Env = process.env): Config {
       rpcUrl,
       payerKeypairPath,
       rpcTimeoutMs: positiveDurationVar(env, 'SOLANA_RPC_TIMEOUT', 10_000),
-      rpcBreakerResetMs: positiveDurationVar(env, 'SOLANA_RPC_BREAKER_RESET', 30_000),
+      rpcReadTimeoutMs: positiveDurationVar(env, 'SOLANA_RPC_READ_TIMEOUT', 2_000),
+      rpcBreakerResetMs: positiveDurationVar(env, 'SOLANA_RPC_BREAKER_RESET', 5_000),
       programsDir,
       priorityFeeMicroLamports: intVar(env, 'SOLANA_PRIORITY_FEE_MICROLAMPORTS', 0, 0, 100_000_000),
       priorityFeeMaxMicroLamports:

@@ -91,23 +91,33 @@ describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
     expect((await rpc.probe()).payerBalance).toBeGreaterThan(0);
   });
 
-  it.each([
-    ['429', 'rpc_rate_limited'],
-    ['503', 'rpc_unavailable'],
-    ['hang', 'rpc_timeout'],
-    ['lost_response', 'rpc_timeout'],
-    ['blockhash_not_found', 'blockhash_expired'],
-  ] as const)('turns an injected %s on sendTransaction into a TransientError (%s) and succeeds when retried', async (fault, code) => {
+  it.each(['429', 'rate_limited', '503', 'hang', 'lost_response'] as const)(
+    'sends the same bytes again at once after a passing %s on sendTransaction: no step failure, one signature',
+    async (fault) => {
+      const plan = samplePlan();
+      const harness = new StepHarness(rpc, plan);
+      double.inject(fault, 1, 'sendTransaction');
+      const { outcome, errors } = await runWithRetries(harness, 'create_mint');
+      expect(errors).toEqual([]);
+      expect(double.requests.filter((m) => m === 'sendTransaction').length).toBeGreaterThanOrEqual(2);
+      expect(outcome.transactions[0]?.signature).toBe(harness.pending.create_mint?.create_mint?.signature);
+      double.inject(fault, 1);
+      await runWithRetries(harness, 'distribute_supply');
+      const back = await readMintBack(rpc, outcome.result.mint as string);
+      expect(back.mint.supply).toBe(plan.totalSupply * 10n ** 9n);
+    },
+  );
+
+  it('turns an injected blockhash_not_found on sendTransaction into a TransientError (blockhash_expired) and succeeds when retried', async () => {
     const plan = samplePlan();
     const harness = new StepHarness(rpc, plan);
-    double.inject(fault, 1, 'sendTransaction');
+    double.inject('blockhash_not_found', 1, 'sendTransaction');
     const { outcome, errors } = await runWithRetries(harness, 'create_mint');
     expect(errors).toHaveLength(1);
     expect(errors[0]).toBeInstanceOf(TransientError);
-    expect(errors[0]).toMatchObject({ code });
+    expect(errors[0]).toMatchObject({ code: 'blockhash_expired' });
     // The retry re-sent the recorded bytes: one signature, one mint.
     expect(outcome.transactions[0]?.signature).toBe(harness.pending.create_mint?.create_mint?.signature);
-    double.inject(fault, 1);
     await runWithRetries(harness, 'distribute_supply');
     const back = await readMintBack(rpc, outcome.result.mint as string);
     expect(back.mint.supply).toBe(plan.totalSupply * 10n ** 9n);
@@ -159,6 +169,45 @@ describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
       expect(fragile.breakerState?.().state).toBe('open');
     } finally {
       await fragile.close();
+    }
+  });
+
+  it("backs off for a 429's Retry-After without opening its breaker, where as many 503s open it", async () => {
+    const breaker = { volumeThreshold: 3, errorThresholdPercentage: 50, resetTimeoutMs: 60_000 };
+    const fragile = connect({ breaker });
+    const down = connect({ breaker });
+    try {
+      // Five different reads at once (web3.js shares one request among identical block-height reads).
+      const reads = (backend: ChainBackend) => Promise.all(Array.from({ length: 5 }, () => backend.getBalance(Keypair.generate().publicKey).then(() => 'ok', (e: TransientError) => e.code)));
+      double.inject('rate_limited', 5, 'getBalance');
+      const started = Date.now();
+      const before = double.requests.length;
+      // Each read was refused once, waited out the Retry-After (1 s) and was answered; the breaker saw no failure.
+      expect(await reads(fragile)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok']);
+      expect(double.requests.length - before).toBe(10);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+      expect(fragile.breakerState?.()).toEqual({ state: 'closed', failures: 0 });
+
+      // The same five reads against an endpoint answering 503: down, and its breaker opens.
+      double.inject('503', 5, 'getBalance');
+      expect(await reads(down)).toContain('breaker_open');
+      expect(down.breakerState?.().state).toBe('open');
+    } finally {
+      await fragile.close();
+      await down.close();
+    }
+  });
+
+  it('gives up a lost read after the short read timeout and asks again at once, while sends keep the long one', async () => {
+    const quick = connect({ requestTimeoutMs: 10_000, readTimeoutMs: 300 });
+    try {
+      double.inject('lost_response', 1, 'getBlockHeight');
+      const started = Date.now();
+      expect(await quick.getBlockHeight()).toBeGreaterThan(0);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(double.requests.slice(-2)).toEqual(['getBlockHeight', 'getBlockHeight']);
+    } finally {
+      await quick.close();
     }
   });
 });

@@ -91,6 +91,8 @@ describe.skipIf(!onPostgres)('three instances on one PostgreSQL database and one
       DATABASE_URL: database.url,
       DATABASE_POOL_SIZE: '4',
       SOLANA_RPC_URL: chain.url,
+      // Two launches at a time per instance, as this test was sized (the RPC default is 16).
+      RUNNER_CONCURRENCY: '2',
       SOLANA_PAYER_KEYPAIR: payerPath,
       SECRET_KEY: randomBytes(32).toString('base64'),
       LOG_LEVEL: 'silent',

@@ -16,7 +16,7 @@ export interface ChaosToxics {
   /** Forwarded after `latencyMs`. */
   latency?: number;
   latencyMs?: number;
-  /** Forwarded and acted on, then the answer is lost (the connection is cut): the client times out. */
+  /** Forwarded and acted on, then the answer is lost: the connection stays open and silent, so the client waits for its own timeout. */
   lostAnswer?: number;
   /** `sendTransaction` only: answered with the transaction's signature as if accepted, never forwarded (a leader dropped it). */
   droppedSend?: number;
@@ -139,7 +139,8 @@ export async function startChaosProxy(options: { target: string; seed: number; t
     const answer = await forward(body, req.headers);
     if (lose) {
       faults.lostAnswer++;
-      return void req.socket.destroy();
+      // Never answered: the socket is kept until the client gives up (or the proxy closes).
+      return;
     }
     res.writeHead(answer.status, { 'content-type': String(answer.headers['content-type'] ?? 'application/json') });
     res.end(answer.body);

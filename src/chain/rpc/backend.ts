@@ -19,8 +19,10 @@ export interface RpcBackendOptions {
   fees: FeeSettings;
   clock: Clock;
   logger: Logger;
-  /** Per-request timeout (default 10 s). */
+  /** Timeout of a slow request: a send, a simulation, a history page (default 10 s). */
   requestTimeoutMs?: number;
+  /** Timeout of every other request, a short read (default 2 s). */
+  readTimeoutMs?: number;
   /** First signature-status poll interval while confirming (default 500 ms); grows by half each poll up to 2 s. */
   pollIntervalMs?: number;
   /** How often the same signed bytes are sent again while a transaction is not seen (default 2 s). */
@@ -28,7 +30,7 @@ export interface RpcBackendOptions {
   /** Longest a confirmation may wait before it is a transient failure (default 90 s). */
   confirmTimeoutMs?: number;
   breaker?: RpcBreakerOptions;
-  /** Tries of a read across the endpoints before its failure surfaces (default 3). */
+  /** Tries of a read, or of a send of the same bytes, across the endpoints before its failure surfaces (default 3). */
   readTries?: number;
 }
 
@@ -45,7 +47,8 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
   const logger = options.logger.child({ component: 'chain', backend: 'rpc' });
   const firstPollMs = options.pollIntervalMs ?? 500;
   const rebroadcastMs = options.rebroadcastIntervalMs ?? 2000;
-  const pool = createEndpointPool(options.rpcUrls, { requestTimeoutMs: options.requestTimeoutMs, breaker: options.breaker, readTries: options.readTries });
+  const sendTries = options.readTries ?? 3;
+  const pool = createEndpointPool(options.rpcUrls, { requestTimeoutMs: options.requestTimeoutMs, readTimeoutMs: options.readTimeoutMs, breaker: options.breaker, readTries: options.readTries });
   const read = pool.read;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   const lastProbe = new Map<string, EndpointHealth>();
@@ -60,7 +63,7 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
   const getBlockHeight = () => read((c) => c.getBlockHeight('confirmed'));
 
   /** Sends to every endpoint not open. `preflight`: the first send simulates; a rebroadcast of bytes already sent does not. */
-  const send = (bytes: Uint8Array, preflight: boolean) =>
+  const sendOnce = (bytes: Uint8Array, preflight: boolean) =>
     pool.broadcast(async (connection) => {
       try {
         return await connection.sendRawTransaction(bytes, { skipPreflight: !preflight, preflightCommitment: 'confirmed', maxRetries: 0 });
@@ -73,6 +76,23 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
         return bs58.encode(first ?? new Uint8Array(64));
       }
     });
+
+  /**
+   * The same signed bytes are safe to send again (one signature; "already processed" counts as
+   * sent), so a transport fault on every endpoint (a 503, a lost answer, a short 429) is tried again
+   * here, as a read is, instead of failing the step into its backoff.
+   */
+  const send = async (bytes: Uint8Array, preflight: boolean): Promise<string> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await sendOnce(bytes, preflight);
+      } catch (error) {
+        const again = error instanceof TransientError && error.code !== 'blockhash_expired' && error.code !== 'breaker_open' && (error.retryAfterMs ?? 0) <= 2000;
+        if (!again || attempt >= sendTries) throw error;
+        if (error.code !== 'rpc_timeout' && error.code !== 'rpc_rate_limited') await sleep(250 * attempt);
+      }
+    }
+  };
 
   /** A read during confirmation whose transport failed: unknown this time, asked again at the next poll. */
   const orUnknown = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
@@ -121,6 +141,7 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
       const deadline = options.clock.now() + (options.confirmTimeoutMs ?? 90_000);
       let pollMs = firstPollMs;
       let sentAt = options.clock.now();
+      let rebroadcasting = false;
       for (;;) {
         const status = await orUnknown(() => getSignatureStatus(signature));
         if (status?.err) throw new NonRetriableError('program_error', `transaction ${signature} failed: ${JSON.stringify(status.err)}`);
@@ -132,10 +153,16 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
             if (await getSignatureStatus(signature)) continue;
             throw new TransientError('blockhash_expired', `transaction ${signature} expired before landing`);
           }
-          // Not seen: a leader may have dropped it. The same bytes again, never a new signature.
-          if (confirm.rebroadcast && options.clock.now() - sentAt >= rebroadcastMs) {
+          // Not seen: a leader may have dropped it. The same bytes again, never a new signature. The
+          // polls go on meanwhile: a rebroadcast's lost answer must not hold them for a send timeout.
+          if (confirm.rebroadcast && !rebroadcasting && options.clock.now() - sentAt >= rebroadcastMs) {
             sentAt = options.clock.now();
-            await orUnknown(() => send(confirm.rebroadcast!, false));
+            rebroadcasting = true;
+            void sendOnce(confirm.rebroadcast, false)
+              .catch((error: unknown) => logger.debug({ signature, err: error }, 'rebroadcast failed; the next one follows'))
+              .finally(() => (rebroadcasting = false));
+            // Sent again, it may be seen at once: the polls start quick again.
+            pollMs = firstPollMs;
             logger.debug({ signature }, 'transaction not seen yet; sent again');
           }
         }

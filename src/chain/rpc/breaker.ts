@@ -21,12 +21,15 @@ export interface RpcBreaker {
 }
 
 /**
- * The RPC backend's circuit breaker. Transport failures (429, 5xx, timeouts, refused connections)
- * count; transaction outcomes (program errors, expired blockhashes) do not, since they say nothing
- * about the endpoint's health. While open, calls fail fast with `TransientError('breaker_open')`.
+ * The RPC backend's circuit breaker. An endpoint that is down counts: 5xx, timeouts, refused or cut
+ * connections. Rate limiting (429) does not: the endpoint answers, and asks for less; the pool backs
+ * off for its Retry-After instead (endpoints.ts). Transaction outcomes (program errors, expired
+ * blockhashes) do not count either, since they say nothing about the endpoint's health. While open,
+ * calls fail fast with `TransientError('breaker_open')`; after `resetTimeoutMs` (default 5 s) one
+ * trial call goes through.
  */
 export function createRpcBreaker(options: RpcBreakerOptions = {}): RpcBreaker {
-  const resetTimeoutMs = options.resetTimeoutMs ?? 30_000;
+  const resetTimeoutMs = options.resetTimeoutMs ?? 5_000;
   let openedAt = 0;
   let lastFailure = '';
   const breaker = new CircuitBreaker(async (fn: () => Promise<unknown>) => {
@@ -44,7 +47,7 @@ export function createRpcBreaker(options: RpcBreakerOptions = {}): RpcBreaker {
     resetTimeout: resetTimeoutMs,
     rollingCountTimeout: options.rollingWindowMs ?? 10_000,
     errorFilter: (error: unknown) =>
-      error instanceof NonRetriableError || (error instanceof TransientError && error.code === 'blockhash_expired'),
+      error instanceof NonRetriableError || (error instanceof TransientError && (error.code === 'blockhash_expired' || error.code === 'rpc_rate_limited')),
   });
   breaker.on('open', () => (openedAt = Date.now()));
   return {

@@ -14,10 +14,21 @@ export interface RpcEndpoint {
   readonly breaker: RpcBreaker;
 }
 
+/**
+ * Methods that may take long on a healthy endpoint: sending (with its preflight simulation), a
+ * simulation, an airdrop, history pages and scans. Every other method is a short read.
+ */
+const SLOW_METHODS = new Set(['sendTransaction', 'simulateTransaction', 'requestAirdrop', 'getSignaturesForAddress', 'getTransaction', 'getProgramAccounts', 'getBlock']);
+
+/** How long a 429 without a Retry-After keeps an endpoint cooling. */
+const DEFAULT_RATE_LIMIT_MS = 1000;
+
 /** Tuning of {@link createEndpointPool}. */
 export interface EndpointPoolOptions {
-  /** Per-request timeout (default 10 s). */
+  /** Timeout of a slow method (sending, simulating, history; default 10 s). */
   requestTimeoutMs?: number;
+  /** Timeout of every other method, a short read (default 2 s): a lost answer is given up quickly and the read tried again. */
+  readTimeoutMs?: number;
   breaker?: RpcBreakerOptions;
   /**
    * Tries of a read across the endpoints before its failure surfaces (default 3). A read is
@@ -27,15 +38,18 @@ export interface EndpointPoolOptions {
   readTries?: number;
   /** Pause before a read's next round over the endpoints (default 250 ms, doubling). */
   retryPauseMs?: number;
-  /** Longest `Retry-After` a read waits out in place; a longer one surfaces, and the step waits instead (default 2 s). */
+  /** Longest `Retry-After` a call waits out in place; a longer one surfaces, and the step waits instead (default 2 s). */
   maxInlineRetryAfterMs?: number;
   sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
 }
 
 /**
  * The endpoints of SOLANA_RPC_URL, primary first. Reads go to the first endpoint whose breaker is
  * not open and fail over to the next on a transient failure; sends go to every endpoint whose breaker
  * is not open at once. The pool counts as open (the chain unreachable) only when every breaker is.
+ * A 429 is rate limiting, not a fault: it leaves the breaker alone and makes every call of that
+ * method to that endpoint wait out its Retry-After ({@link timedFetch}).
  */
 export interface EndpointPool {
   readonly endpoints: readonly RpcEndpoint[];
@@ -61,20 +75,22 @@ export function parseRpcUrls(value: string): string[] {
 /** Builds the pool over `urls` (primary first). */
 export function createEndpointPool(urls: readonly string[], options: EndpointPoolOptions = {}): EndpointPool {
   if (urls.length === 0) throw new Error('no RPC endpoint');
-  const timeoutMs = options.requestTimeoutMs ?? 10_000;
+  const timeouts = { slow: options.requestTimeoutMs ?? 10_000, read: options.readTimeoutMs ?? 2000 };
   const tries = options.readTries ?? 3;
   const pauseMs = options.retryPauseMs ?? 250;
   const inlineRetryAfter = options.maxInlineRetryAfterMs ?? 2000;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const now = options.now ?? Date.now;
   const endpoints: RpcEndpoint[] = urls.map((url) => ({
     host: new URL(url).host,
-    connection: new Connection(url, { commitment: 'confirmed', disableRetryOnRateLimit: true, fetch: timedFetch(timeoutMs) }),
+    connection: new Connection(url, { commitment: 'confirmed', disableRetryOnRateLimit: true, fetch: timedFetch({ timeouts, inlineRetryAfter, now, sleep }) }),
     breaker: createRpcBreaker(options.breaker),
   }));
   const usable = () => {
     const closed = endpoints.filter((e) => e.breaker.state().state !== 'open');
     return closed.length > 0 ? closed : undefined;
   };
+  const call = <T>(endpoint: RpcEndpoint, fn: (connection: Connection) => Promise<T>): Promise<T> => endpoint.breaker.call(() => fn(endpoint.connection));
 
   return {
     endpoints,
@@ -86,26 +102,27 @@ export function createEndpointPool(urls: readonly string[], options: EndpointPoo
         if (!candidates) return endpoints[0]!.breaker.call(() => fn(endpoints[0]!.connection)); // every breaker open: fails fast, classified
         const endpoint = candidates[attempt % candidates.length]!;
         try {
-          return await endpoint.breaker.call(() => fn(endpoint.connection));
+          return await call(endpoint, fn);
         } catch (error) {
           last = error;
           if (!(error instanceof TransientError) || error.code === 'blockhash_expired' || attempt === tries - 1) throw error;
-          const retryAfter = error.retryAfterMs ?? 0;
-          if (retryAfter > inlineRetryAfter && candidates.length === 1) throw error;
-          // Another endpoint is tried at once; the same one again after a pause (and its Retry-After).
-          if (candidates.length === 1 || (attempt + 1) % candidates.length === 0) await sleep(Math.max(pauseMs * 2 ** attempt, Math.min(retryAfter, inlineRetryAfter)));
+          if ((error.retryAfterMs ?? 0) > inlineRetryAfter && candidates.length === 1) throw error;
+          // Another endpoint is tried at once, and so is the same one after a lost answer (its timeout
+          // was the wait) or a 429 (the next call waits out its Retry-After); after any other fault, a pause.
+          const waited = error.code === 'rpc_timeout' || error.code === 'rpc_rate_limited';
+          if (!waited && (candidates.length === 1 || (attempt + 1) % candidates.length === 0)) await sleep(pauseMs * 2 ** attempt);
         }
       }
       throw last;
     },
     once(fn) {
-      const endpoint = usable()?.[0] ?? endpoints[0]!;
-      return endpoint.breaker.call(() => fn(endpoint.connection));
+      const endpoint = usable()?.[0];
+      return endpoint ? call(endpoint, fn) : endpoints[0]!.breaker.call(() => fn(endpoints[0]!.connection));
     },
     async broadcast(fn) {
       const targets = usable();
       if (!targets) return endpoints[0]!.breaker.call(() => fn(endpoints[0]!.connection));
-      const outcomes = await Promise.allSettled(targets.map((e) => e.breaker.call(() => fn(e.connection))));
+      const outcomes = await Promise.allSettled(targets.map((e) => call(e, fn)));
       const ok = outcomes.find((o): o is PromiseFulfilledResult<Awaited<ReturnType<typeof fn>>> => o.status === 'fulfilled');
       if (ok) return ok.value;
       const errors = outcomes.map((o) => (o as PromiseRejectedResult).reason as unknown);
@@ -125,15 +142,33 @@ export function createEndpointPool(urls: readonly string[], options: EndpointPoo
 }
 
 /**
- * web3.js's fetch with a per-request timeout. A 429 or 503 naming a `Retry-After` becomes an
- * {@link RpcHttpError}: web3.js would word it without its headers.
+ * web3.js's fetch for one endpoint, with a timeout by JSON-RPC method (short for reads, long for
+ * the {@link SLOW_METHODS}) and the endpoint's rate limits by method, as providers set them: after
+ * a 429 every request of that method waits out its `Retry-After` (1 s without one) before it goes
+ * (one over `inlineRetryAfter` fails at once as rate limited, so the step waits instead). A 429 or
+ * 503 naming a `Retry-After` becomes an {@link RpcHttpError}: web3.js would word it without its headers.
  */
-function timedFetch(timeoutMs: number): FetchFn {
+function timedFetch(options: { timeouts: { slow: number; read: number }; inlineRetryAfter: number; now: () => number; sleep: (ms: number) => Promise<void> }): FetchFn {
+  const coolUntil = new Map<string, number>();
   return (async (input: string, init?: RequestInit) => {
+    const method = methodOf(init?.body);
+    const cooling = (coolUntil.get(method) ?? 0) - options.now();
+    if (cooling > options.inlineRetryAfter) throw new RpcHttpError(429, 'Too Many Requests', cooling);
+    if (cooling > 0) await options.sleep(cooling);
+    const timeoutMs = SLOW_METHODS.has(method) ? options.timeouts.slow : options.timeouts.read;
     const res = await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-    const retryAfterMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.headers.get('retry-after') ?? undefined, Date.now()) : undefined;
+    const limited = res.status === 429;
+    const retryAfterMs = limited || res.status === 503 ? parseRetryAfter(res.headers.get('retry-after') ?? undefined, Date.now()) : undefined;
+    if (limited) coolUntil.set(method, Math.max(coolUntil.get(method) ?? 0, options.now() + (retryAfterMs ?? DEFAULT_RATE_LIMIT_MS)));
     if (retryAfterMs === undefined) return res;
     await res.body?.cancel();
     throw new RpcHttpError(res.status, res.statusText || (STATUS_CODES[res.status] ?? ''), retryAfterMs);
   }) as unknown as FetchFn;
+}
+
+/** The JSON-RPC method of a request body (web3.js sends one call per request, or a batch of one kind). */
+function methodOf(body: unknown): string {
+  if (typeof body !== 'string') return '';
+  const match = /"method"\s*:\s*"([A-Za-z]+)"/.exec(body);
+  return match?.[1] ?? '';
 }

@@ -4,8 +4,8 @@ import type { EmbeddedBackend } from '../../../src/chain/embedded/backend.js';
 import { createRpcHandler } from '../../../src/chain/embedded/rpcServer.js';
 
 /** Faults the double can inject into the next requests. */
-/** `lost_response` executes the request, then never answers (the client times out). */
-export type Fault = '429' | '503' | 'hang' | 'lost_response' | 'blockhash_not_found';
+/** `lost_response` executes the request, then never answers (the client times out); `rate_limited` is a 429 with `Retry-After: 1`. */
+export type Fault = '429' | 'rate_limited' | '503' | 'hang' | 'lost_response' | 'blockhash_not_found';
 
 /**
  * The embedded chain's own JSON-RPC handler (the product's local cluster, docs/chain.md) behind an HTTP
@@ -43,6 +43,10 @@ export async function startRpcDouble(chain: EmbeddedBackend): Promise<RpcDouble>
     const fault = index >= 0 ? faults.splice(index, 1)[0]?.fault : undefined;
     if (fault === 'hang') return void hanging.add(res);
     if (fault === '429') return respond(res, 429, { jsonrpc: '2.0', id: body.id, error: { code: 429, message: 'Too many requests' } });
+    if (fault === 'rate_limited') {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+      return void res.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, error: { code: 429, message: 'Too many requests' } }));
+    }
     if (fault === '503') return respond(res, 503, { jsonrpc: '2.0', id: body.id, error: { code: -32603, message: 'Service unavailable' } });
     if (fault === 'blockhash_not_found') return respond(res, 200, { jsonrpc: '2.0', id: body.id, error: blockhashNotFound });
     const answer = await handler(body);
