@@ -116,6 +116,14 @@ describe('configuration', () => {
     expect(refusal({ SOLANA_RPC_READ_TIMEOUT: '0s' }).variable).toBe('SOLANA_RPC_READ_TIMEOUT');
   });
 
+  it('reads MCP_ALLOWED_ORIGINS as origins, normalized, refusing a path, another scheme or a non-URL', () => {
+    expect(loadConfig({ DATA_DIR: dir }).mcpAllowedOrigins).toEqual([]);
+    expect(loadConfig({ DATA_DIR: dir, MCP_ALLOWED_ORIGINS: 'https://Agents.Example.com:443/, http://localhost:6274' }).mcpAllowedOrigins).toEqual(['https://agents.example.com', 'http://localhost:6274']);
+    for (const bad of ['https://a.example/app', 'ftp://a.example', 'a.example', 'https://a.example?x=1', '*']) {
+      expect(refusal({ MCP_ALLOWED_ORIGINS: bad }).variable).toBe('MCP_ALLOWED_ORIGINS');
+    }
+  });
+
   it('reads LAUNCH_TRANSIENT_DEADLINE as a duration: 1 h by default, above zero', () => {
     expect(loadConfig({ DATA_DIR: dir }).runner.transientDeadlineMs).toBe(3_600_000);
     expect(loadConfig({ DATA_DIR: dir, LAUNCH_TRANSIENT_DEADLINE: '15m' }).runner.transientDeadlineMs).toBe(900_000);

@@ -295,6 +295,7 @@ export async function createService(
       logger,
       limiter,
       bodyLimitBytes: config.bodyLimitBytes,
+      mcpAllowedOrigins: config.mcpAllowedOrigins,
       loopBudget: processLoopBudget,
       routes: apiRoutes({
         db,
@@ -332,7 +333,7 @@ export async function createService(
     });
 
     // The MCP server (docs/mcp.md): each tool is a request to the REST route, as the caller.
-    app.route('/mcp', createMcpRoutes({ db, version: config.version, fetch: (request) => app.fetch(request) }));
+    app.route('/mcp', createMcpRoutes({ version: config.version, fetch: (request, env) => app.fetch(request, env) }));
 
     let started = false;
     let stopped = false;

@@ -95,6 +95,8 @@ export interface Config {
   ownerLimits: OwnerLimits;
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
+  /** MCP_ALLOWED_ORIGINS: browser origins `/mcp` accepts besides the service's own loopback origin (docs/mcp.md). */
+  mcpAllowedOrigins: string[];
   /** Bound on receiving a request's headers and body, and open connections per client address (0: no cap). */
   http: { requestTimeoutMs: number; maxConnectionsPerClient: number };
   healthCheckTimeoutMs: number;
@@ -179,6 +181,24 @@ function retentionVar(env: Env, name: string, fallback: number): number {
   const ms = durationVar(env, name, fallback);
   if (ms < 60_000) throw new ConfigError(name, `must be at least 1m, got ${ms}ms`);
   return ms;
+}
+
+/**
+ * A comma-separated list of browser origins (`scheme://host[:port]`, no path), each normalized as
+ * the `Origin` header carries it (lowercase host, default port dropped).
+ */
+function originListVar(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((entry) => {
+    const text = entry.trim();
+    const url = URL.canParse(text) ? new URL(text) : undefined;
+    const bare = url !== undefined && url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+    if (url === undefined || !/^https?:$/.test(url.protocol) || !bare) {
+      throw new ConfigError(name, `must be a comma-separated list of origins like https://app.example.com (scheme, host, optional port; no path), got "${text}"`);
+    }
+    return url.origin;
+  });
 }
 
 /** A lease: renewed every third of it, at most once a second, so it must last at least 2 s. */
@@ -446,6 +466,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     rateLimitPerMinute: intVar(env, 'RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 10 * 1024 * 1024),
+    mcpAllowedOrigins: originListVar(env, 'MCP_ALLOWED_ORIGINS'),
     http: {
       requestTimeoutMs: durationVar(env, 'HTTP_REQUEST_TIMEOUT', 30_000),
       maxConnectionsPerClient: intVar(env, 'HTTP_MAX_CONNECTIONS_PER_CLIENT', 64, 0, 100_000),

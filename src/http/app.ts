@@ -10,6 +10,7 @@ import { jsonBodyGuard } from './middleware/bodyGuards.js';
 import { rateLimit, type RequestLimiter } from './middleware/rateLimit.js';
 import { requestContext } from './middleware/requestId.js';
 import { refuseNulInUrl } from './middleware/urlGuard.js';
+import { originGuard } from './middleware/originGuard.js';
 import { shareLoop } from './middleware/loopBudget.js';
 import type { LoopBudget } from '../lib/loopBudget.js';
 
@@ -26,6 +27,8 @@ export interface AppDeps {
   observe?: MiddlewareHandler;
   /** Sub-apps mounted outside /api, e.g. `['/metrics', metricsRoutes]`. */
   pages?: Array<[path: string, app: Hono<any>]>;
+  /** Browser origins `/mcp` accepts besides the service's own loopback origin (MCP_ALLOWED_ORIGINS). */
+  mcpAllowedOrigins?: readonly string[];
   /** Request work takes its turn on the event loop (src/lib/loopBudget.ts); none in tests that build the app alone. */
   loopBudget?: LoopBudget;
 }
@@ -88,6 +91,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use('/api/*', rateLimit({ limiter: deps.limiter, exempt: (path) => path === '/api/health' }));
   app.use('/api/*', rejectRefusedKey());
   app.use('/api/*', jsonBodyGuard({ limitBytes: deps.bodyLimitBytes }));
+  // `/mcp` (mounted by the service after this) is held to the same key, rate and body bounds, and
+  // checks the browser Origin first (docs/mcp.md).
+  app.use('/mcp/*', originGuard({ allowedOrigins: deps.mcpAllowedOrigins ?? [] }));
+  app.use('/mcp/*', authenticate({ db: deps.db }));
+  app.use('/mcp/*', rateLimit({ limiter: deps.limiter }));
+  app.use('/mcp/*', rejectRefusedKey());
+  app.use('/mcp/*', jsonBodyGuard({ limitBytes: deps.bodyLimitBytes }));
   for (const [path, routes] of deps.routes) app.route(`/api${path === '/' ? '' : path}`, routes);
   for (const [path, routes] of deps.pages ?? []) app.route(path, routes);
 

@@ -17,6 +17,11 @@ export interface AppVariables {
   auth: AuthContext | undefined;
   /** A presented key that was refused; raised after rate limiting so the refusal is counted too. */
   authError: ApiError | undefined;
+  /**
+   * Counts the calls a request carries beyond the first against the caller's rate limit (an `/mcp`
+   * batch); throws 429 when they do not fit. Set by the rate limit middleware.
+   */
+  countCalls: (calls: number) => Promise<void>;
 }
 
 export interface AppEnv {

@@ -21,8 +21,11 @@ export interface RateVerdict {
 /** Counts API requests per subject (`key:<id>`, or `ip:<addr>` when anonymous) in fixed windows. */
 export interface RequestLimiter {
   readonly limit: number;
-  /** Counts one request (unless `peek`) and tells what is left. */
-  take(subject: string, peek?: boolean): RateVerdict | Promise<RateVerdict>;
+  /**
+   * Counts `cost` requests (default one; unless `peek`) and tells what is left: refused when fewer
+   * than `cost` remain in the window.
+   */
+  take(subject: string, peek?: boolean, cost?: number): RateVerdict | Promise<RateVerdict>;
 }
 
 /**
@@ -45,8 +48,8 @@ export class RateLimiter implements RequestLimiter {
     readonly windowMs = 60_000,
   ) {}
 
-  /** Counts one request (unless `peek`) and tells what is left. */
-  take(subject: string, peek = false): RateVerdict {
+  /** Counts `cost` requests (unless `peek`; a refused take counts nothing) and tells what is left. */
+  take(subject: string, peek = false, cost = 1): RateVerdict {
     const now = this.clock.now();
     this.sweep(now);
     let window = this.windows.get(subject);
@@ -54,8 +57,8 @@ export class RateLimiter implements RequestLimiter {
       window = { startedAt: now, count: 0 };
       if (!peek) this.windows.set(subject, window);
     }
-    const allowed = window.count < this.limit;
-    if (allowed && !peek) window.count += 1;
+    const allowed = window.count + cost <= this.limit;
+    if (allowed && !peek) window.count += cost;
     const resetSeconds = Math.max(1, Math.ceil((window.startedAt + this.windowMs - now) / 1000));
     return { allowed, remaining: Math.max(0, this.limit - window.count), resetSeconds };
   }
@@ -93,7 +96,7 @@ export class SharedRateLimiter implements RequestLimiter {
     readonly windowMs = 60_000,
   ) {}
 
-  async take(subject: string, peek = false): Promise<RateVerdict> {
+  async take(subject: string, peek = false, cost = 1): Promise<RateVerdict> {
     const now = this.clock.now();
     const windowStart = now - (now % this.windowMs);
     const resetSeconds = Math.max(1, Math.ceil((windowStart + this.windowMs - now) / 1000));
@@ -109,8 +112,8 @@ export class SharedRateLimiter implements RequestLimiter {
         await this.sweep(windowStart);
         const row = await this.db
           .insertInto('rate_limit_windows')
-          .values({ subject, window_start: windowStart, count: 1 })
-          .onConflict((oc) => oc.columns(['subject', 'window_start']).doUpdateSet((eb) => ({ count: eb('rate_limit_windows.count', '+', 1) })))
+          .values({ subject, window_start: windowStart, count: cost })
+          .onConflict((oc) => oc.columns(['subject', 'window_start']).doUpdateSet((eb) => ({ count: eb('rate_limit_windows.count', '+', cost) })))
           .returning('count')
           .executeTakeFirstOrThrow();
         count = Number(row.count);
@@ -140,26 +143,46 @@ function clientIp(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string {
 }
 
 /**
+ * The `env` of a request the service makes to itself on behalf of a caller whose requests were
+ * already counted (each JSON-RPC call of `/mcp` is counted there; the REST route it calls is not
+ * counted again). A symbol: nothing from outside the process can carry it.
+ */
+export const ALREADY_COUNTED = Symbol('already counted');
+
+function alreadyCounted(env: unknown): boolean {
+  return typeof env === 'object' && env !== null && (env as Record<symbol, unknown>)[ALREADY_COUNTED] === true;
+}
+
+/**
  * Sets X-RateLimit-* on every API response and answers 429 with Retry-After over the limit.
  * `exempt` paths (the health probe) show the budget without spending it, so monitors are never throttled.
+ * Each request counts one; a handler whose request carries several calls (an `/mcp` batch) counts
+ * the rest with `c.get('countCalls')`, which answers 429 the same way when they do not fit.
  */
 export function rateLimit(options: { limiter: RequestLimiter; exempt?: (path: string) => boolean }): MiddlewareHandler<AppEnv> {
   return async function rateLimit(c, next) {
+    if (alreadyCounted(c.env)) {
+      c.set('countCalls', async () => undefined);
+      return next();
+    }
     const auth = c.get('auth');
     const subject = auth ? `key:${auth.keyId}` : `ip:${clientIp(c)}`;
     const peek = options.exempt?.(c.req.path) ?? false;
-    const verdict = await options.limiter.take(subject, peek);
-    const headers = {
-      'X-RateLimit-Limit': String(options.limiter.limit),
-      'X-RateLimit-Remaining': String(verdict.remaining),
-      'X-RateLimit-Reset': String(verdict.resetSeconds),
+    const headers: Record<string, string> = { 'X-RateLimit-Limit': String(options.limiter.limit) };
+    const count = async (cost: number, calls = cost): Promise<void> => {
+      const verdict = await options.limiter.take(subject, peek, cost);
+      headers['X-RateLimit-Remaining'] = String(verdict.remaining);
+      headers['X-RateLimit-Reset'] = String(verdict.resetSeconds);
+      if (!verdict.allowed && !peek) {
+        const carried = calls === 1 ? '' : ` (this request carries ${calls} calls)`;
+        throw new ApiError(429, 'rate_limited', `Rate limit of ${options.limiter.limit} requests per minute exceeded${carried}`, {
+          limit: options.limiter.limit,
+          retry_after_seconds: verdict.resetSeconds,
+        }, undefined, { ...headers, 'Retry-After': String(verdict.resetSeconds) });
+      }
     };
-    if (!verdict.allowed && !peek) {
-      throw new ApiError(429, 'rate_limited', `Rate limit of ${options.limiter.limit} requests per minute exceeded`, {
-        limit: options.limiter.limit,
-        retry_after_seconds: verdict.resetSeconds,
-      }, undefined, { ...headers, 'Retry-After': String(verdict.resetSeconds) });
-    }
+    await count(1);
+    c.set('countCalls', async (calls) => (calls > 1 ? count(calls - 1, calls) : undefined));
     try {
       await next();
     } finally {
