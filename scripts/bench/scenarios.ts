@@ -12,6 +12,7 @@ import { benchPipeline } from './pipeline.js';
 import { benchPostgres, benchPostgresPipeline } from './postgres.js';
 import { benchSoak } from './soak.js';
 import type { BenchResult, BenchRow } from './types.js';
+import { benchTracing } from './tracing.js';
 import { benchWatch } from './watch.js';
 
 /** A named scenario: runs its measurement(s) and judges each result against its goal. */
@@ -76,6 +77,10 @@ const goals: Record<string, Goal> = {
   // Claims after a simulated month of history and retention, against day 1's.
   'soak-day1': { text: '(reported)', met: () => true },
   'soak-day30': { text: 'ratio ≥ 0.8', met: (r) => r.ratio >= 0.8 },
+  // Tracing off (no OTLP endpoint): its hooks take under 0.1 % of a delivery, and no SDK module is loaded.
+  'tracing-off-hooks': { text: 'ratio ≤ 0.001', met: (r) => r.ratio <= 0.001 },
+  'tracing-off-sdk-modules': { text: '= 0', met: (r) => r.value === 0 && r.baseline > 0 },
+  'tracing-on-dispatch': { text: '(reported)', met: () => true },
 };
 
 function rows(results: BenchResult[], note: string): BenchRow[] {
@@ -116,5 +121,6 @@ export const scenarios: Scenario[] = [
     },
   },
   { name: 'soak', run: async () => (({ results, note }) => rows(results, note))(await benchSoak()) },
+  { name: 'tracing', run: async () => (({ results, note }) => rows(results, note))(await benchTracing(5000, 8000)) },
   { name: 'dashboard', run: async () => (({ results, note }) => rows(results, note))(await benchDashboard(10_000, 10, 20)) },
 ];

@@ -1,3 +1,4 @@
+import { startTracing, stopTracing } from '../lib/tracing.js';
 import { PublicKey } from '@solana/web3.js';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
@@ -125,6 +126,12 @@ export async function createService(
   })();
   const closers: Array<() => Promise<void> | void> = [() => writerLock.release(), () => database.close()];
   try {
+    // Tracing (docs/configuration.md, "Tracing"): the SDK is loaded only when an OTLP endpoint is set;
+    // what is still batched is exported when the service stops.
+    if (config.tracing) {
+      await startTracing(config.tracing);
+      closers.push(() => stopTracing());
+    }
     const { db } = database;
     await migrateToLatest(db).catch((error: unknown) => {
       // No migration ran: the server of DATABASE_URL cannot be used (no such host, no such database, refused).

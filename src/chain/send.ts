@@ -1,6 +1,7 @@
 import type { Keypair, Transaction, TransactionInstruction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { NonRetriableError, TransientError } from '../lib/retry.js';
+import { openSpan, within } from '../lib/tracing.js';
 import type { BlockhashInfo, Commitment, FeeSettings } from './backend.js';
 import type { PendingTx, StepContext } from './steps/types.js';
 import { serializeSigned } from './ed25519.js';
@@ -43,6 +44,20 @@ export interface SendResult {
  * the postcondition before it fails the step.
  */
 export async function sendIdempotent(ctx: StepContext, spec: IdempotentSend): Promise<SendResult> {
+  // Tracing on: a span per transaction, under its step's (docs/architecture.md, "Tracing").
+  const span = openSpan(`chain.transaction ${spec.type}`, { kind: 'client', attributes: { 'chain.tx.label': spec.label, 'chain.tx.type': spec.type } });
+  try {
+    const result = await within(span, () => sendChecked(ctx, spec));
+    span?.setAttributes({ 'chain.tx.signature': result.signature, 'chain.tx.via': result.via });
+    span?.end();
+    return result;
+  } catch (error) {
+    span?.end(error);
+    throw error;
+  }
+}
+
+async function sendChecked(ctx: StepContext, spec: IdempotentSend): Promise<SendResult> {
   try {
     return await sendOrResume(ctx, spec);
   } catch (error) {

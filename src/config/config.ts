@@ -5,6 +5,16 @@ import { parseDuration, parseDurationList } from './duration.js';
 
 export type ChainMode = 'embedded' | 'rpc';
 
+/** Tracing's settings (src/lib/tracing.ts takes them as they are); see {@link tracingVar}. */
+export interface TracingConfig {
+  /** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL; default http/protobuf. */
+  protocol: 'http/protobuf' | 'http/json';
+  /** Where spans are posted: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
+  url: string;
+  /** OTEL_SERVICE_NAME (default launch-service); OTEL_RESOURCE_ATTRIBUTES are added by the SDK. */
+  serviceName: string;
+}
+
 /** Validated service configuration (docs/configuration.md). Built once at start by {@link loadConfig}. */
 export interface Config {
   nodeEnv: string;
@@ -19,6 +29,8 @@ export interface Config {
   /** DATABASE_URL=postgres://…: the PostgreSQL server the service runs on instead of SQLite (docs/architecture.md, SQLite and PostgreSQL). */
   postgres: { url: string; poolSize: number; idleTransactionTimeoutMs: number } | undefined;
   secretKey: Buffer;
+  /** Tracing over OTLP/HTTP (the standard OTEL_* variables, see {@link tracingVar}); undefined: off, the SDK not loaded. */
+  tracing: TracingConfig | undefined;
   /** SECRET_KEY_PREVIOUS: the key SECRET_KEY replaced; funding wallets sealed under it are re-sealed at start. */
   previousSecretKey: Buffer | undefined;
   chain: {
@@ -314,6 +326,42 @@ export function databaseLocation(env: Env = process.env): { dataDir: string; dat
 }
 
 /** Reads and validates the environment; throws {@link ConfigError} naming the bad variable. */
+/**
+ * Tracing (docs/configuration.md, "Tracing"): on when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as it
+ * is) or OTEL_EXPORTER_OTLP_ENDPOINT (with /v1/traces added) is set, unless OTEL_SDK_DISABLED=true
+ * or OTEL_TRACES_EXPORTER=none. OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL:
+ * http/protobuf (the default) or http/json; grpc is refused naming the variable.
+ */
+export function tracingVar(env: Env): TracingConfig | undefined {
+  const value = (name: string) => (env[name] ?? '').trim();
+  if (value('OTEL_SDK_DISABLED').toLowerCase() === 'true') return undefined;
+  const exporter = value('OTEL_TRACES_EXPORTER').toLowerCase();
+  if (exporter === 'none') return undefined;
+  if (exporter !== '' && exporter !== 'otlp') throw new ConfigError('OTEL_TRACES_EXPORTER', `must be otlp or none (spans are exported over OTLP/HTTP), got "${exporter}"`);
+  const tracesEndpoint = value('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const baseEndpoint = value('OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (tracesEndpoint === '' && baseEndpoint === '') return undefined;
+  const endpointName = tracesEndpoint !== '' ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  const given = tracesEndpoint !== '' ? tracesEndpoint : baseEndpoint;
+  let url: URL;
+  try {
+    url = new URL(given);
+  } catch {
+    throw new ConfigError(endpointName, `must be an http:// or https:// URL of an OTLP/HTTP receiver, got "${given}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(endpointName, `must be an http:// or https:// URL of an OTLP/HTTP receiver, got "${given}"`);
+  const protocolName = value('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') !== '' ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = value(protocolName) === '' ? 'http/protobuf' : value(protocolName);
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    throw new ConfigError(protocolName, `must be http/protobuf or http/json (spans are exported over OTLP/HTTP; grpc is not supported), got "${protocol}"`);
+  }
+  return {
+    protocol,
+    url: tracesEndpoint !== '' ? tracesEndpoint : `${baseEndpoint.replace(/\/+$/, '')}/v1/traces`,
+    serviceName: value('OTEL_SERVICE_NAME') === '' ? 'launch-service' : value('OTEL_SERVICE_NAME'),
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = env.NODE_ENV && env.NODE_ENV !== '' ? env.NODE_ENV : 'development';
   // Anything else (`prod`) would silently run in development, with its all-scope development key.
@@ -332,6 +380,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (postgresUrl === undefined && databasePath !== ':memory:' && !existsSync(dirname(databasePath))) {
     throw new ConfigError('DATABASE_URL', `names a SQLite file in a directory that does not exist: ${databasePath}`);
   }
+  const tracing = tracingVar(env);
   let postgres: Config['postgres'];
   if (postgresUrl !== undefined) {
     postgres = {
@@ -408,6 +457,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePath,
     postgres,
     secretKey,
+    tracing,
     previousSecretKey: optionalKeyVar(env, 'SECRET_KEY_PREVIOUS'),
     chain: {
       mode: rpcUrl ? 'rpc' : 'embedded',

@@ -49,6 +49,8 @@ export interface LaunchesTable {
   completed_at: number | null;
   /** The funding wallet that pays the launch; null: the service's payer (launches from before funding). */
   payer: string | null;
+  /** The W3C traceparent of the request that created it (migration 043); null while tracing is off. */
+  trace_parent: Generated<string | null>;
 }
 
 export type StepStatus = 'pending' | 'running' | 'waiting' | 'complete' | 'failed' | 'skipped';
@@ -80,6 +82,8 @@ export interface OutboxEventsTable {
   body: string;
   request_id: string | null;
   created_at: number;
+  /** The W3C traceparent of the span that recorded it (migration 043): webhook attempts are its children; null while tracing is off. */
+  trace_parent: Generated<string | null>;
 }
 
 /** `paused`: its endpoint is disabled (resumes when re-enabled); `canceled`: its endpoint was deleted. */

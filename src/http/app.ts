@@ -12,6 +12,7 @@ import { requestContext } from './middleware/requestId.js';
 import { refuseNulInUrl } from './middleware/urlGuard.js';
 import { originGuard } from './middleware/originGuard.js';
 import { shareLoop } from './middleware/loopBudget.js';
+import { traceRequests } from './middleware/tracing.js';
 import type { LoopBudget } from '../lib/loopBudget.js';
 
 export const API_VERSION = '2026-10-01';
@@ -84,6 +85,7 @@ function refusedTextByDatabase(err: unknown): boolean {
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   if (deps.observe) app.use('*', deps.observe);
+  app.use('*', traceRequests());
   app.use('*', requestContext({ logger: deps.logger, apiVersion: API_VERSION }));
   if (deps.loopBudget) app.use('*', shareLoop(deps.loopBudget));
   app.use('*', refuseNulInUrl());

@@ -83,7 +83,15 @@ export function buildOpenApi(version: string): Json {
         post: {
           summary: 'Create a launch',
           security: bearer,
-          parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 255 } }],
+          parameters: [
+            { name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 255 } },
+            {
+              name: 'traceparent',
+              in: 'header',
+              schema: { type: 'string' },
+              description: 'W3C trace context (any request): while the service exports traces (OTEL_EXPORTER_OTLP_ENDPOINT), the request, the launch\'s steps and chain transactions and every delivery\'s attempt join this trace; each delivery carries its own traceparent in it. A malformed one starts a new trace.',
+            },
+          ],
           requestBody: { required: true, content: { 'application/json': { schema: ref('LaunchRequest') } } },
           responses: {
             202: json({ type: 'object', properties: { launch: ref('Launch') } }, 'Accepted; Location header; Idempotent-Replayed: true on replay'),

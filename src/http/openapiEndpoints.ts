@@ -161,6 +161,13 @@ const signatureHeaders = [
   { name: 'X-Service-Event-Id', in: 'header', required: true, schema: { type: 'string' } },
   { name: 'X-Service-Attempt', in: 'header', required: true, schema: { type: 'string' } },
   { name: 'X-Request-ID', in: 'header', required: true, schema: { type: 'string' } },
+  {
+    name: 'traceparent',
+    in: 'header',
+    required: false,
+    schema: { type: 'string', pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' },
+    description: 'W3C trace context, while the service exports traces (OTEL_EXPORTER_OTLP_ENDPOINT): the trace of the API request that created the launch (its own traceparent continued), the span id this attempt\'s',
+  },
 ];
 
 /**

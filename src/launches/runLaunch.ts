@@ -4,6 +4,7 @@ import type { Db, DbOrTx, Tx } from '../db/database.js';
 import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { parseJson } from '../lib/json.js';
+import { openSpan, within } from '../lib/tracing.js';
 import { jitteredBackoffMs } from '../lib/retry.js';
 import { insertEvents, newHandoff, type DeliveryHandoff, type EventToRecord, type OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
@@ -71,6 +72,21 @@ interface RunArgs extends LaunchRunDeps {
  * `launch.complete` too.
  */
 export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
+  // Tracing on: each run is a span under the request that created the launch (launches.trace_parent).
+  const span = openSpan('launch.run', { parent: args.launch.trace_parent ?? null, attributes: { 'launch.id': args.launch.id, 'launch.run_count': args.launch.run_count } });
+  if (!span) return runSteps(args);
+  try {
+    const outcome = await span.run(() => runSteps(args));
+    span.setAttributes({ 'launch.outcome': outcome.kind });
+    span.end();
+    return outcome;
+  } catch (error) {
+    span.end(error);
+    throw error;
+  }
+}
+
+async function runSteps(args: RunArgs): Promise<RunOutcome> {
   const { db, clock, launch, lease } = args;
   const request = parseJson<Record<string, unknown>>(launch.request, {});
   const results = parseJson<Record<string, unknown>>(launch.results, {});
@@ -110,10 +126,12 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     attempt = undefined;
     const pending = parseJson<Record<string, PendingTx>>(step.pending_tx, {});
     const logger = args.logger.child({ step: step.name, attempt: stepAttempt });
+    // Tracing on: a span per step (its chain transactions are spans under it, and its events link to it).
+    const stepSpan = openSpan(`launch.step ${step.name}`, { attributes: { 'launch.id': launch.id, 'launch.step': step.name, 'launch.step.attempt': stepAttempt } });
     let output: StepOutcome;
     try {
       const paidBy = await args.funding?.payerFor(launch);
-      output = await args.runStep({
+      output = await within(stepSpan, () => args.runStep({
         launchId: launch.id,
         step: asStepName(step.name),
         request,
@@ -126,9 +144,11 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
           pending[label] = tx;
           await savePendingTx(db, lease, { step: step.name, pending, durability: args.pendingDurability, sync: args.syncDurable });
         },
-      });
+      }));
     } catch (error) {
       const failure = classifyFailure(error);
+      stepSpan?.setAttributes({ 'error.type': failure.code, 'launch.step.retriable': failure.retriable });
+      stepSpan?.end(error);
       if (failure.retriable) {
         // A transient fault never fails the launch by itself: the step waits, until the deadline.
         const now = clock.now();
@@ -156,7 +176,8 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
     const events: EventToRecord[] = stepEvents(step.name, index, steps.length, output).map((e) => ({ ...e, requestId }));
     let completed = false;
     let handoff = newHandoff();
-    await db.transaction().execute(async (trx) => {
+    stepSpan?.setAttributes({ 'launch.step.signatures': output.transactions.map((t) => t.signature) });
+    await within(stepSpan, () => db.transaction().execute(async (trx) => {
       handoff = newHandoff();
       const now = clock.now();
       stepsDoneAt = now;
@@ -170,7 +191,11 @@ export async function runLaunchSteps(args: RunArgs): Promise<RunOutcome> {
       const target = await updateLeasedLaunchForEvents(trx, lease, { results: JSON.stringify(results), updated_at: now }, events.length);
       await insertEvents(trx, clock, target, events, handoff);
       attempt = await startNext(trx, position + 1);
+    })).catch((error: unknown) => {
+      stepSpan?.end(error);
+      throw error;
     });
+    stepSpan?.end();
     args.signal.notify(handoff);
     if (completed) return { kind: 'complete', mint: mintOf(results) };
   }

@@ -1,3 +1,4 @@
+import { currentTraceparent } from '../lib/tracing.js';
 import type { DbOrTx } from '../db/database.js';
 import type { LaunchRow, LaunchStatus, StepRow } from '../db/schema.js';
 
@@ -25,6 +26,7 @@ export async function insertLaunch(
       started_at: null,
       completed_at: null,
       payer: args.payer ?? null,
+      trace_parent: currentTraceparent(),
     })
     .execute();
   if (args.steps.length === 0) return;

@@ -6,6 +6,7 @@ import { monotonicClock, type Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { createPollLoop } from '../lib/pollLoop.js';
 import { yieldToLoop } from '../lib/yieldToLoop.js';
+import { openSpan, tracingOn, type SpanHandle } from '../lib/tracing.js';
 import type { Logger } from '../lib/logger.js';
 import type { BreakerRegistry } from './breakerRegistry.js';
 import { hostOfEndpoint } from './endpointKey.js';
@@ -19,7 +20,7 @@ import { createEndpointPace } from './endpointPace.js';
 import type { ClaimArgs } from './sql/claimDeliveries.js';
 import type { ClaimedDelivery, DeliveryOffer } from './sql/claimWork.js';
 import type { LeaseOfferedArgs } from './sql/leaseOffered.js';
-import type { DeliveryContext } from './sql/deliveryQueries.js';
+import { eventTraceParent, type DeliveryContext } from './sql/deliveryQueries.js';
 import { signingSecrets } from './endpoints/signing.js';
 import { releaseClaim, releaseClaims, renewClaim } from './sql/settleDeliveries.js';
 import { slotSpacingMs } from './sql/throttle.js';
@@ -513,7 +514,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         // renewed under this claim's token — another dispatcher may have taken the delivery over
         // and sent it meanwhile.
         const mayResend = () => resendable(item);
-        outcome = await breakers.execute(item.endpoint, item.trial, () => deps.client.send({ url: item.url, body: ctx.body, headers, mayResend }));
+        // Tracing on: the attempt is a span under the event's context, and the delivery carries its own.
+        const span = tracingOn() ? await attemptSpan(item) : undefined;
+        if (span) headers.traceparent = span.traceparent;
+        try {
+          outcome = await breakers.execute(item.endpoint, item.trial, () => deps.client.send({ url: item.url, body: ctx.body, headers, mayResend }));
+        } catch (error) {
+          span?.end(error);
+          throw error;
+        }
+        if (span) {
+          span.setAttributes({ ...(outcome.statusCode === null ? {} : { 'http.response.status_code': outcome.statusCode }), ...(outcome.ok ? {} : { 'error.type': outcome.errorClass ?? 'failed' }) });
+          if (!outcome.ok) span.fail(outcome.errorMessage ?? outcome.errorClass ?? 'failed');
+          span.end();
+        }
         // How long the endpoint took, unless the attempt never reached it or our own lag made it slow.
         if (!outcome.serviceFault && outcome.errorClass !== 'blocked_destination') pace.record(item.endpoint, outcome.durationMs);
       }
@@ -537,6 +551,34 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const fields = { deliveryId: item.id, launchId: item.launchId, eventId: item.eventId, host: item.host, attempt: item.attempt, event: ctx.event, trial: item.trial };
     if (outcome.ok) log.info({ ...fields, statusCode: outcome.statusCode, durationMs: outcome.durationMs, result }, 'webhook delivered');
     else log.warn({ ...fields, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, result, error: outcome.errorMessage, detail: outcome.logDetail }, 'webhook attempt failed');
+  }
+
+  /** Each event's traceparent, read once (a launch's events go to a few URLs each). */
+  const traceParents = new Map<string, string | null>();
+
+  /** A span for an attempt (tracing on), a child of the span that recorded its event. */
+  async function attemptSpan(item: Item): Promise<SpanHandle | undefined> {
+    const { ctx } = item;
+    let parent = ctx.traceParent ?? traceParents.get(ctx.eventId);
+    if (parent === undefined) {
+      parent = await eventTraceParent(db, ctx.eventId).catch(() => null);
+      if (traceParents.size >= 1000) traceParents.clear();
+      traceParents.set(ctx.eventId, parent);
+    }
+    return openSpan(`webhook.attempt ${ctx.event}`, {
+      kind: 'client',
+      parent,
+      attributes: {
+        'http.request.method': 'POST',
+        'server.address': item.host,
+        'webhook.delivery_id': item.id,
+        'webhook.event_id': ctx.eventId,
+        'webhook.event': ctx.event,
+        'webhook.attempt': item.attempt,
+        'webhook.endpoint_id': ctx.endpointId ?? '',
+        'launch.id': item.launchId,
+      },
+    });
   }
 
   /** The lease covers a whole attempt again: half of it is left, or it was renewed under this claim's token (test/webhooks/stalledPastLease.test.ts). */

@@ -4,6 +4,7 @@ import type { Db, DbOrTx } from '../db/database.js';
 import type { DeliveriesTable } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { newSortableId } from '../lib/ids.js';
+import { currentTraceparent } from '../lib/tracing.js';
 import { endpointKey } from './endpointKey.js';
 import { filterMatches } from './endpoints/filters.js';
 import type { DeliveryOffer } from './sql/claimWork.js';
@@ -130,7 +131,7 @@ export async function recordOwnerEvent(trx: DbOrTx, clock: Clock, input: EventTo
   const now = clock.now();
   const envelope: WebhookEnvelope = { id: newSortableId('evt', now), event: input.event, timestamp: new Date(now).toISOString(), launchId: null, sequence: Number(stream.next_sequence) - 1, data: input.data };
   await insertRows(trx, insertEventsStatement, [
-    { id: envelope.id, launch_id: key, sequence: envelope.sequence, event: envelope.event, body: JSON.stringify(envelope), request_id: input.requestId ?? null, created_at: now },
+    { id: envelope.id, launch_id: key, sequence: envelope.sequence, event: envelope.event, body: JSON.stringify(envelope), request_id: input.requestId ?? null, created_at: now, trace_parent: currentTraceparent() },
   ]);
   const endpoints = await endpointsStatement.rows(trx, { owner: input.owner });
   const rows = endpoints
@@ -164,6 +165,7 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
     const envelope: WebhookEnvelope = { id: newSortableId('evt', now), event: input.event, timestamp, launchId: target.launchId, sequence: target.firstSequence + i, data: input.data };
     return { eventId: envelope.id, sequence: envelope.sequence, deliveryId: newSortableId('dlv', now), envelope };
   });
+  const traceParent = currentTraceparent();
   const eventRows = recorded.map(({ envelope }, i) => ({
     id: envelope.id,
     launch_id: target.launchId,
@@ -172,6 +174,7 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
     body: JSON.stringify(envelope),
     request_id: events[i]!.requestId ?? null,
     created_at: now,
+    trace_parent: traceParent,
   }));
   await insertRows(trx, insertEventsStatement, eventRows);
   const endpoints = (await endpointsStatement.rows(trx, { owner: target.owner })).map((e) => ({ ...e, events: JSON.parse(e.events) as string[] }));
@@ -186,7 +189,7 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
         url: row.url,
         host: row.host,
         endpoint: row.endpoint,
-        ctx: { deliveryId: row.id, launchId: target.launchId, owner: target.owner, eventId: envelope.id, event: envelope.event, sequence: envelope.sequence, body: eventRow.body, requestId: eventRow.request_id, ...secrets },
+        ctx: { deliveryId: row.id, launchId: target.launchId, owner: target.owner, eventId: envelope.id, event: envelope.event, sequence: envelope.sequence, body: eventRow.body, requestId: eventRow.request_id, ...(traceParent === null ? {} : { traceParent }), ...secrets },
       });
     };
     const own = deliveryRow(deliveryId, now, envelope.id, target.launchId, target.owner, target.webhookUrl, null);
@@ -262,7 +265,7 @@ const nextSequenceStatement = compiledQuery<{ id: string }, { next_sequence: num
     .returning(['next_sequence', 'webhook_url', 'owner', 'webhook_secret_enc']),
 );
 
-const insertEventsStatement = multiRowInsert('outbox_events', ['id', 'launch_id', 'sequence', 'event', 'body', 'request_id', 'created_at']);
+const insertEventsStatement = multiRowInsert('outbox_events', ['id', 'launch_id', 'sequence', 'event', 'body', 'request_id', 'created_at', 'trace_parent']);
 
 const insertDeliveriesStatement = multiRowInsert('deliveries', [
   'id',

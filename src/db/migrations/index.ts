@@ -26,6 +26,7 @@ import * as m028 from './028_owner_bounds.js';
 import * as m040 from './040_endpoint_throttle.js';
 import * as m041 from './041_endpoint_ordering.js';
 import * as m042 from './042_ledger_signatures.js';
+import * as m043 from './043_trace_context.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -56,6 +57,7 @@ export const migrations: Record<string, Migration> = {
   '040_endpoint_throttle': m040,
   '041_endpoint_ordering': m041,
   '042_ledger_signatures': m042,
+  '043_trace_context': m043,
 };
 
 export const migrationProvider: MigrationProvider = {

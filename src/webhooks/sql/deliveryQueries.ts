@@ -28,6 +28,12 @@ export interface DeliveryContext {
    * every turn anyway).
    */
   ordered: boolean;
+  /**
+   * The traceparent of the span that recorded the event (outbox_events.trace_parent), when known: a
+   * handed-over delivery carries it; a claimed one leaves it undefined and the dispatcher reads it
+   * only while tracing is on.
+   */
+  traceParent?: string | null;
 }
 
 export interface ContextRow {
@@ -162,4 +168,10 @@ export async function listLaunchDeliveries(db: DbOrTx, launchId: string, page: {
 export async function getLaunchTarget(db: DbOrTx, launchId: string): Promise<{ owner: string; webhookUrl: string } | undefined> {
   const row = await db.selectFrom('launches').select(['owner', 'webhook_url']).where('id', '=', launchId).executeTakeFirst();
   return row ? { owner: row.owner, webhookUrl: row.webhook_url } : undefined;
+}
+
+/** The traceparent an event was recorded under (outbox_events.trace_parent); null when none. Read only while tracing is on. */
+export async function eventTraceParent(db: DbOrTx, eventId: string): Promise<string | null> {
+  const row = await db.selectFrom('outbox_events').select('trace_parent').where('id', '=', eventId).executeTakeFirst();
+  return row?.trace_parent ?? null;
 }
