@@ -59,9 +59,10 @@ export async function insertBenchLaunch(db: Db, box: SecretBox, url: string, now
 
 /**
  * Pre-fills the outbox with `count` committed events of one launch and their pending deliveries,
- * in bulk (setup, not measured). Rows match what `recordEvent` writes.
+ * in bulk (setup, not measured). Rows match what `recordEvent` writes; with `endpointId`, the
+ * deliveries are that webhook endpoint's (`url` its URL).
  */
-export async function prefillOutbox(db: Db, launchId: string, url: string, count: number, now = Date.now(), owner = 'bench'): Promise<string[]> {
+export async function prefillOutbox(db: Db, launchId: string, url: string, count: number, now = Date.now(), owner = 'bench', endpointId: string | null = null): Promise<string[]> {
   // Committed one millisecond apart in the recent past, as a burst of events would be: all due now.
   const base = now - count;
   const ids: string[] = [];
@@ -101,6 +102,7 @@ export async function prefillOutbox(db: Db, launchId: string, url: string, count
           created_at: base + i,
           updated_at: base + i,
           completed_at: null,
+          endpoint_id: endpointId,
         });
       }
       await trx.insertInto('outbox_events').values(events).execute();
