@@ -22,7 +22,9 @@ import { healthFastPath, type RequestFastPath } from '../http/healthFastPath.js'
 import { createHealthResponder } from '../http/routes/health.js';
 import type { AppEnv } from '../http/env.js';
 import { createRateLimiter } from '../http/middleware/rateLimit.js';
-import { createChainStepRunner } from '../launches/chainStepRunner.js';
+import { createChainStepRunner, launchKeySecret } from '../launches/chainStepRunner.js';
+import { Graduator } from '../watcher/graduation/graduator.js';
+import { insertCurveMigrationFor } from '../watcher/graduation/launch.js';
 import type { StepRunner } from '../launches/stepPort.js';
 import { LaunchRunner } from '../launches/runner.js';
 import { requeueFailedLaunch } from '../launches/requeueLaunch.js';
@@ -61,6 +63,8 @@ export interface Service {
   runner: LaunchRunner;
   /** The chain watcher (docs/watcher.md): what happens to a launch's escrow, realm and pool after it completes. */
   watcher: ChainWatcher;
+  /** The graduation job (docs/programs.md, "Graduation"): a full bonding curve's migration to DAMM v2. */
+  graduator: Graduator;
   cache: ChainReadCache;
   breakers: BreakerSource;
   /** Deletes what is past RETENTION / LAUNCH_RETENTION (docs/architecture.md, "Retention"). */
@@ -193,7 +197,11 @@ export async function createService(
       runStep: (deps.wrapStepRunner ?? ((runner: StepRunner) => runner))(chainThread?.runStep ?? createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() })),
       finalize: (signatures) => finalizeAll(chain, signatures),
       // A completed launch gets its watches in the same transaction (docs/watcher.md).
-      onComplete: (trx, launchId, results, now) => insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs }),
+      onComplete: async (trx, launchId, results, now) => {
+        await insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs });
+        // A bonding curve's graduation record, with its watch (docs/programs.md, "Graduation").
+        await insertCurveMigrationFor(trx, launchId, results, now);
+      },
       // While the event loop runs late, take one launch at a time: the embedded chain's work is CPU on
       // this process. Against a cluster a launch mostly waits on the network, so holding it back
       // relieves nothing (on a busy machine it would run launches one by one).
@@ -224,6 +232,18 @@ export async function createService(
       pollIntervalMs: config.watcher.pollIntervalMs,
       maxIntervalMs: config.watcher.maxIntervalMs,
       pageLimit: config.watcher.pageSize,
+    });
+
+    // Runs a full curve's migration to DAMM v2, once across instances (docs/programs.md, "Graduation").
+    const graduator = new Graduator({
+      db,
+      clock,
+      logger: logger.child({ component: 'graduation' }),
+      chain,
+      keySecret: launchKeySecret(config.secretKey),
+      funding,
+      signal: webhooks.signal,
+      leaseMs: config.runner.leaseMs,
     });
 
     const runChecks = () =>
@@ -356,6 +376,7 @@ export async function createService(
       chainThread,
       runner: launchRunner,
       watcher,
+      graduator,
       cache,
       breakers: webhooks.breakers,
       retention,
@@ -370,6 +391,7 @@ export async function createService(
           () => webhooks.start(),
           () => launchRunner.start(),
           () => watcher.start(),
+          () => graduator.start(),
           () => void wakeups.start(),
           () => retention.start(),
           () => {
@@ -396,6 +418,7 @@ export async function createService(
         // Bounded: a step stuck on the chain must not hold shutdown past the process manager's patience.
         if (!(await launchRunner.stop({ timeoutMs: 15_000 }))) logger.warn('launch steps still running at shutdown; their leases will expire and they resume on the next start');
         await watcher.stop();
+        await graduator.stop();
         await webhooks.stop();
         for (const close of closers.reverse()) await close();
       },

@@ -36,6 +36,17 @@ export const proposalOutcomeData = (a: { realm: string; proposal: string; state:
 
 export const feesClaimed = (a: { pool: string; claimer: string; amounts: Record<string, string>; signature: string; kind: string }) => ({ ...a });
 
+/** `pool.progress`: a bonding curve's quote reserve reached `percent` (25, 50 or 75) of its graduation threshold. */
+export const poolProgress = (a: { pool: string; percent: number; quoteReserveLamports: bigint; thresholdLamports: bigint }) => ({
+  pool: a.pool,
+  percent: a.percent,
+  quoteReserveLamports: a.quoteReserveLamports.toString(),
+  thresholdLamports: a.thresholdLamports.toString(),
+});
+
+/** `pool.graduated`: the curve migrated to its DAMM v2 pool (the service's migration, or anyone's). */
+export const poolGraduated = (a: { pool: string; ammPool: string; positions: Array<{ address: string; nftMint: string; nftAccount: string; owner: string }>; signature: string; dammConfig: string; paidBy: string | null }) => ({ ...a });
+
 /** `funding.deposit_received`: lamports the owner's funding wallet received in a transaction it did not pay for. */
 export const depositReceived = (a: { address: string; lamports: bigint | number; signature: string; balanceLamports: bigint | number }) => ({
   address: a.address,
@@ -73,6 +84,11 @@ export const SAMPLE = {
   SIG: '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW',
 } as const;
 const { VESTING, BENEFICIARY, REALM, GOVERNANCE, PROPOSAL, POOL, MINT, WSOL, WALLET, SIG } = SAMPLE;
+const AMM_POOL = '7a69gZEwdWx9QCevPxcnmnhRK5LExKqR9eFBATubco7X';
+const POSITION = '3WQrb8Pw2vwCsY6zzaSikmLwjsU9VTtTQL7wRtmxTMiG';
+const POSITION_NFT = 'FUXG4Fyf1F2LgW48mguFEYyGkYekMZjTSAyhhQAMggfu';
+const POSITION_NFT_ACCOUNT = 'FyfMkeMtEvb58KddcghB1BzhMmYkFS9ZcQpHXCdxzbFN';
+const DAMM_CONFIG = 'Hv8Lmzmnju6m7kcokVKvwqz7QPmdX9XfKjJsXz8RXcjp';
 
 /** A sample of every watcher event, built by the same functions the watcher uses. */
 export const WATCHER_SAMPLES = {
@@ -84,6 +100,8 @@ export const WATCHER_SAMPLES = {
   'dao.proposal_passed': proposalOutcomeData({ realm: REALM, proposal: PROPOSAL, state: 'succeeded', yesVotes: '52000000', noVotes: '11000000' }),
   'dao.proposal_failed': proposalOutcomeData({ realm: REALM, proposal: PROPOSAL, state: 'defeated', yesVotes: '11000000', noVotes: '52000000' }),
   'fees.claimed': feesClaimed({ pool: POOL, claimer: BENEFICIARY, amounts: { [MINT]: '1250000', [WSOL]: '3100' }, signature: SIG, kind: 'creator' }),
+  'pool.progress': poolProgress({ pool: POOL, percent: 50, quoteReserveLamports: 40_125_000_000n, thresholdLamports: 80_000_000_000n }),
+  'pool.graduated': poolGraduated({ pool: POOL, ammPool: AMM_POOL, positions: [{ address: POSITION, nftMint: POSITION_NFT, nftAccount: POSITION_NFT_ACCOUNT, owner: WALLET }], signature: SIG, dammConfig: DAMM_CONFIG, paidBy: WALLET }),
   'funding.deposit_received': depositReceived({ address: WALLET, lamports: 2_000_000_000, signature: SIG, balanceLamports: 2_350_000_000 }),
   'funding.low_balance': lowBalance({ address: WALLET, balanceLamports: 90_000_000, thresholdLamports: 100_000_000 }),
   'funding.withdrawn': withdrawn({ address: WALLET, to: BENEFICIARY, lamports: 500_000_000, signature: SIG }),

@@ -6,9 +6,12 @@ import { decodeGovernanceActions, decodeProposal, decodeTokenOwner, decodeVoteWe
 import { decodeVestingClaims, escrowTotal, findEscrowClose, unlockedAt } from './decoders/jupiterLock.js';
 import { noteWalletBalance } from '../funding/wallets.js';
 import { streamOwner } from '../webhooks/outbox.js';
-import { cliffReached, depositReceived, feesClaimed, lowBalance, proposalCreated, proposalOutcomeData, vestingClaimed, vestingComplete, voteCast } from './events.js';
+import { cliffReached, depositReceived, feesClaimed, lowBalance, poolProgress, proposalCreated, proposalOutcomeData, vestingClaimed, vestingComplete, voteCast } from './events.js';
 import type { FoundEvent, NewWatch } from './store.js';
-import type { WatchHandler } from './watcher.js';
+import type { HandlerOutcome, WatchHandler } from './watcher.js';
+import { curveKit } from '../chain/programs/dbc/curve.js';
+import { markMigrationDue } from './graduation/store.js';
+import { graduationDue } from './graduation/signal.js';
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const obj = (v: unknown): Record<string, unknown> => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>) : {});
@@ -36,8 +39,12 @@ export function watchesForLaunch(results: Record<string, unknown>): NewWatch[] {
   const dao = obj(results.dao);
   if (str(dao.realm) !== '') watches.push({ kind: 'dao', address: str(dao.realm), context: { programId: str(dao.programId), governance: str(dao.governance) } });
   const pool = obj(results.pool);
-  // A bonding curve is not a CPMM pool: its graduation is not watched yet (docs/watcher.md).
-  if (str(pool.address) !== '' && str(pool.kind) !== 'bonding-curve') watches.push({ kind: 'pool', address: str(pool.address), context: { programId: str(pool.programId) } });
+  if (str(pool.address) !== '' && str(pool.kind) === 'bonding-curve') {
+    // The curve's fill (pool.progress) and the moment it is full (its graduation becomes due).
+    watches.push({ kind: 'curve', address: str(pool.address), context: { programId: str(pool.programId), thresholdLamports: str(pool.graduationQuoteLamports) } });
+  } else if (str(pool.address) !== '') {
+    watches.push({ kind: 'pool', address: str(pool.address), context: { programId: str(pool.programId) } });
+  }
   return watches;
 }
 
@@ -177,5 +184,49 @@ export const fundingHandler: WatchHandler = {
   },
 };
 
+/** The shares of the graduation threshold `pool.progress` reports, once each (docs/events.md). */
+export const PROGRESS_MILESTONES = [25, 50, 75] as const;
+/** An idle curve is checked at least this often: a buy that fills it is seen, and its graduation due, well within 60 s. */
+export const CURVE_WATCH_MAX_INTERVAL_MS = 20_000;
+
+/**
+ * A bonding curve (docs/watcher.md): after each batch of its transactions, its state read from the
+ * chain. Each of 25, 50 and 75 % of the graduation threshold that the quote reserve has reached is
+ * reported once (`pool.progress`, keyed on the curve and the percent); a full curve (the program's
+ * migration progress past pre-bonding, or the reserve at the threshold) makes its graduation due in
+ * the watch's own fenced commit (`curve_migrations`, run by the graduation job, src/watcher/graduation/); a
+ * migrated curve ends the watch (also one migrated by someone else: its graduation is then reported).
+ */
+export const curveHandler: WatchHandler = {
+  maxIntervalMs: CURVE_WATCH_MAX_INTERVAL_MS,
+  async process(watch, _transactions, chain) {
+    const data = await read(chain, watch.address);
+    if (!data) return { events: [] };
+    return curveOutcome(watch, (await curveKit()).decodeCurveState(data));
+  },
+};
+
+/** What a curve's state means for its watch: the milestones reached, and whether it is full or migrated. */
+export function curveOutcome(watch: { address: string; launchId: string; context: Record<string, unknown> }, state: { quoteReserve: bigint; migrationProgress: number; isMigrated: boolean }): HandlerOutcome {
+  const threshold = BigInt(str(watch.context.thresholdLamports) || '0');
+  const events: FoundEvent[] = [];
+  if (!state.isMigrated && threshold > 0n) {
+    for (const percent of PROGRESS_MILESTONES) {
+      if (state.quoteReserve * 100n < threshold * BigInt(percent)) break;
+      events.push({ event: 'pool.progress', signature: watch.address, instructionIndex: percent, data: poolProgress({ pool: watch.address, percent, quoteReserveLamports: state.quoteReserve, thresholdLamports: threshold }) });
+    }
+  }
+  const full = state.isMigrated || state.migrationProgress >= 2 || (threshold > 0n && state.quoteReserve >= threshold);
+  if (!full) return { events };
+  return {
+    events,
+    ...(state.isMigrated ? { end: 'graduated' } : {}),
+    apply: async (trx, now) => {
+      if (await markMigrationDue(trx, watch.launchId, now)) graduationDue.notify();
+      return [];
+    },
+  };
+}
+
 /** The product's watch kinds. */
-export const WATCH_HANDLERS: Record<string, WatchHandler> = { vesting: vestingHandler, dao: daoHandler, pool: poolHandler, funding: fundingHandler };
+export const WATCH_HANDLERS: Record<string, WatchHandler> = { vesting: vestingHandler, dao: daoHandler, pool: poolHandler, curve: curveHandler, funding: fundingHandler };

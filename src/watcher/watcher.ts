@@ -35,6 +35,8 @@ export interface HandlerOutcome {
  */
 export interface WatchHandler {
   process(watch: WatchView, transactions: HistoryTransaction[], chain: ChainHistory): Promise<HandlerOutcome>;
+  /** The longest this kind's idle watch waits between checks, when shorter than the watcher's (a curve: its graduation is due within 60 s of the last buy). */
+  maxIntervalMs?: number;
   /** A scheduled check at `cliffAt`; `confirmed: false` re-checks later (the chain's clock lags). */
   scheduled?(watch: WatchView, chain: ChainHistory, now: number): Promise<HandlerOutcome & { confirmed: boolean }>;
 }
@@ -172,7 +174,8 @@ export class ChainWatcher {
   }
 
   private schedule(watch: WatchRow, activity: boolean, now: number, cliffAt: number | null): { intervalMs: number; nextCheckAt: number } {
-    const { pollIntervalMs, maxIntervalMs } = this.options;
+    const { pollIntervalMs } = this.options;
+    const maxIntervalMs = Math.min(this.options.maxIntervalMs, this.options.handlers[watch.kind]?.maxIntervalMs ?? Number.MAX_SAFE_INTEGER);
     const intervalMs = activity ? pollIntervalMs : Math.min(maxIntervalMs, Math.max(pollIntervalMs, Number(watch.interval_ms) * 2));
     let nextCheckAt = now + intervalMs;
     if (cliffAt !== null) nextCheckAt = Math.min(nextCheckAt, Math.max(now, cliffAt));

@@ -19,6 +19,8 @@ export const WEBHOOK_EVENT_KINDS = [
   'dao.proposal_passed',
   'dao.proposal_failed',
   'fees.claimed',
+  'pool.progress',
+  'pool.graduated',
   'funding.deposit_received',
   'funding.low_balance',
   'funding.withdrawn',
@@ -87,6 +89,8 @@ function sampleData(event: WebhookEventKind): unknown {
     case 'dao.proposal_passed':
     case 'dao.proposal_failed':
     case 'fees.claimed':
+    case 'pool.progress':
+    case 'pool.graduated':
     case 'funding.deposit_received':
     case 'funding.low_balance':
     case 'funding.withdrawn':

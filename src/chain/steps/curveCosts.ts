@@ -53,3 +53,27 @@ export async function curveLaunchCosts(rent: ChainBackend['getMinimumBalanceForR
   };
   return { config: await sum(accounts.config), pool: (await sum(accounts.pool)) + curveOtherLamports(plan) };
 }
+
+/** DAMM v2 accounts the graduation creates (sizes as the program 0.1.x allocates them; measured on the embedded chain). */
+const DAMM_V2_POOL_SIZE = 1112;
+const DAMM_V2_POSITION_SIZE = 408;
+/** The position NFT: a Token-2022 mint with its metadata extension, and its token account. */
+const DAMM_V2_POSITION_NFT_MINT_SIZE = 465;
+/** The graduation transaction's signatures: the payer and the two position NFT mint keys (the second signs even when no partner position is made). */
+export const CURVE_MIGRATION_SIGNATURES = 3;
+
+/**
+ * What the graduation (`migration_damm_v2`, run by the service when the curve is full) creates and
+ * the owner's funding wallet pays: the DAMM v2 pool, its two vaults, the creator's locked position
+ * and its NFT mint and account. DBC's flash rent is paid back in the same transaction.
+ */
+export function curveMigrationAccounts(): CurveAccount[] {
+  return [
+    { role: 'amm_pool', bytes: DAMM_V2_POOL_SIZE },
+    { role: 'amm_base_vault', bytes: ACCOUNT_SIZE },
+    { role: 'amm_quote_vault', bytes: ACCOUNT_SIZE },
+    { role: 'amm_position', bytes: DAMM_V2_POSITION_SIZE },
+    { role: 'amm_position_nft_mint', bytes: DAMM_V2_POSITION_NFT_MINT_SIZE },
+    { role: 'amm_position_nft_account', bytes: ACCOUNT_SIZE },
+  ];
+}

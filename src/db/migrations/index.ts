@@ -27,6 +27,7 @@ import * as m040 from './040_endpoint_throttle.js';
 import * as m041 from './041_endpoint_ordering.js';
 import * as m042 from './042_ledger_signatures.js';
 import * as m043 from './043_trace_context.js';
+import * as m044 from './044_curve_migrations.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -58,6 +59,7 @@ export const migrations: Record<string, Migration> = {
   '041_endpoint_ordering': m041,
   '042_ledger_signatures': m042,
   '043_trace_context': m043,
+  '044_curve_migrations': m044,
 };
 
 export const migrationProvider: MigrationProvider = {

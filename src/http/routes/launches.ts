@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { createLaunchSubmitter, quoteLaunch, type SubmitLaunchDeps } from '../../launches/submitLaunch.js';
 import { presentLaunch } from '../../launches/present.js';
 import { listWatches } from '../../watcher/store.js';
+import { presentMigration } from '../../watcher/graduation/store.js';
 import { findLaunch, findSteps, findStepsOf, listLaunches } from '../../launches/store.js';
 import type { LaunchStatus } from '../../db/schema.js';
 import { invalidRequest, notFound } from '../errors.js';
@@ -58,7 +59,7 @@ export function createLaunchRoutes(deps: LaunchRouteDeps): Hono<AppEnv> {
     const launch = await findLaunch(deps.db, c.req.param('id'), auth.isAdmin ? undefined : auth.owner);
     if (!launch) throw notFound(`Launch ${c.req.param('id')} not found`);
     // What the chain watcher follows since the launch completed (docs/watcher.md), with cursors and last activity.
-    return c.json({ launch: { ...presentLaunch(launch, await findSteps(deps.db, launch.id)), watches: await listWatches(deps.db, launch.id) } });
+    return c.json({ launch: { ...presentLaunch(launch, await findSteps(deps.db, launch.id)), watches: await listWatches(deps.db, launch.id), graduation: await presentMigration(deps.db, launch.id) } });
   });
 
   return app;

@@ -281,8 +281,80 @@ function decodeCurveState(sdk: Sdk, data: Buffer): CurveState {
   };
 }
 
+/** What the graduation of a curve creates: the DAMM v2 pool and the curve creator's position (docs/programs.md). */
+export interface CurveMigration {
+  instructions: TransactionInstruction[];
+  ammPool: PublicKey;
+  dammConfig: PublicKey;
+  /** The locked position DBC opens for the pool's creator (`first`) and, with partner liquidity, the partner's (`second`; none for our curves). */
+  positions: Array<{ address: PublicKey; nftMint: PublicKey; nftAccount: PublicKey }>;
+}
+
+/**
+ * `migration_damm_v2` of a full curve, as the SDK's `migrateToDammV2` builds it, with our own
+ * position NFT keys (derived from the launch, so the addresses are fixed before the first send) and
+ * the curve's config read from the chain (its fee tier picks the DAMM v2 config, its token types
+ * the token programs). No migration metadata is created first: the program (0.1.x) and SDK 1.5 take
+ * the metadata address without needing the account.
+ */
+async function buildMigrationInstructions(sdk: Sdk, args: {
+  pool: PublicKey;
+  state: CurveState;
+  configData: Buffer;
+  payer: PublicKey;
+  firstNftMint: PublicKey;
+  secondNftMint: PublicKey;
+}): Promise<CurveMigration> {
+  const program = offlineProgram(sdk);
+  const config = unwrap(program.coder.accounts.decode('poolConfig', args.configData));
+  const feeOption = Number(config.migrationFeeOption);
+  const dammConfig = sdk.DAMM_V2_MIGRATION_FEE_ADDRESS[feeOption];
+  if (!dammConfig) throw new Error(`curve config has migration fee option ${feeOption}, which has no DAMM v2 config`);
+  const quoteMint = config.quoteMint as PublicKey;
+  const baseMint = args.state.baseMint;
+  const ammPool = sdk.deriveDammV2PoolAddress(dammConfig, baseMint, quoteMint);
+  const position = (nftMint: PublicKey) => ({ address: sdk.derivePositionAddress(nftMint), nftMint, nftAccount: sdk.derivePositionNftAccount(nftMint) });
+  const first = position(args.firstNftMint);
+  const second = position(args.secondNftMint);
+  const migrate = await program.methods
+    .migrationDammV2()
+    .accountsStrict({
+      virtualPool: args.pool,
+      migrationMetadata: sdk.deriveDammV2MigrationMetadataAddress(args.pool),
+      config: args.state.config,
+      poolAuthority: dbcPoolAuthority(DBC_PROGRAM_ID),
+      pool: ammPool,
+      firstPositionNftMint: first.nftMint,
+      firstPosition: first.address,
+      firstPositionNftAccount: first.nftAccount,
+      secondPositionNftMint: second.nftMint,
+      secondPosition: second.address,
+      secondPositionNftAccount: second.nftAccount,
+      dammPoolAuthority: sdk.deriveDammV2PoolAuthority(),
+      ammProgram: sdk.DAMM_V2_PROGRAM_ID,
+      baseMint,
+      quoteMint,
+      tokenAVault: sdk.deriveDammV2TokenVaultAddress(ammPool, baseMint),
+      tokenBVault: sdk.deriveDammV2TokenVaultAddress(ammPool, quoteMint),
+      baseVault: args.state.baseVault,
+      quoteVault: args.state.quoteVault,
+      payer: args.payer,
+      tokenBaseProgram: Number(config.tokenType) === 0 ? TOKEN_PROGRAM_ID : TOKEN_2022_PROGRAM_ID,
+      tokenQuoteProgram: Number(config.quoteTokenFlag) === 0 ? TOKEN_PROGRAM_ID : TOKEN_2022_PROGRAM_ID,
+      token2022Program: TOKEN_2022_PROGRAM_ID,
+      systemProgram: SystemProgram.programId,
+      dammEventAuthority: sdk.deriveDammV2EventAuthority(),
+    })
+    .remainingAccounts([{ pubkey: dammConfig, isSigner: false, isWritable: false }])
+    .instruction();
+  // Only the first position exists when the partner has no liquidity (ours: all of it is the creator's, locked).
+  const partnerShare = Number(config.partnerLiquidityPercentage ?? 0) + Number(config.partnerPermanentLockedLiquidityPercentage ?? 0) + Number(config.partnerLockedLiquidityPercentage ?? 0);
+  return { instructions: [migrate], ammPool, dammConfig, positions: partnerShare > 0 ? [first, second] : [first] };
+}
+
 /** The SDK-backed half of this module, once the SDK is loaded. */
 export interface CurveKit {
+  buildMigrationInstructions(args: Parameters<typeof buildMigrationInstructions>[1]): Promise<CurveMigration>;
   /** Throws (the SDK's Error) when the program would refuse the parameters. */
   curveConfigParameters(plan: CurvePlanInput): ConfigParameters;
   buildCreateCurveInstructions(args: Parameters<typeof buildCreateCurveInstructions>[1]): Promise<{ config: TransactionInstruction[]; pool: TransactionInstruction[] }>;
@@ -296,5 +368,6 @@ export async function curveKit(): Promise<CurveKit> {
     curveConfigParameters: (plan) => curveConfigParameters(sdk, plan),
     buildCreateCurveInstructions: (args) => buildCreateCurveInstructions(sdk, args),
     decodeCurveState: (data) => decodeCurveState(sdk, data),
+    buildMigrationInstructions: (args) => buildMigrationInstructions(sdk, args),
   };
 }
