@@ -89,3 +89,52 @@ describe('per-endpoint throttle: rateLimitPerSecond (docs/webhooks.md, "Throttle
     expect(cleared.body.endpoint.rateLimitPerSecond).toBeNull();
   });
 });
+
+describe('a half-open breaker trial to a throttled endpoint (docs/webhooks.md, "Throttle")', () => {
+  let h: EndpointHarness;
+  let receiver: Receiver;
+  let launchReceiver: Receiver;
+  beforeEach(async () => {
+    // One failure opens the breaker, and it half-opens 300 ms later: well inside the throttle's 1.2 s slot.
+    h = await startEndpointHarness(systemClock, { pollIntervalMs: 100 }, { failureThreshold: 1, resetTimeoutMs: 300 });
+    receiver = await startReceiver(systemClock, '/trial');
+    launchReceiver = await startReceiver(systemClock, '/launch');
+  });
+  afterEach(async () => {
+    await h.close();
+    await receiver.close();
+    await launchReceiver.close();
+  });
+
+  it('waits for the endpoint’s send slot and takes it, so the trial and the sends after it keep the rate', async () => {
+    receiver.respond = () => (receiver.requests.length === 1 ? { status: 503 } : { status: 200 });
+    const endpoint = await h.createEndpoint({ url: receiver.url, rateLimitPerSecond: 1 });
+    const launchId = await insertLaunch(h.tdb.db, systemClock, { url: launchReceiver.url, secret: 'whsec_throttle_trial_01', box: h.box });
+    h.service.start();
+    await commitEvents(h.tdb.db, systemClock, launchId, 4, 'launch.step_complete');
+    h.service.signal.notify();
+
+    // The first send fails and opens the breaker; its retry waits 30 s. The other three go one slot
+    // (1.2 s) apart: the first of them is the half-open trial (old code: sent as soon as the breaker
+    // half-opened, 0.3-0.4 s after the failure, two sends in one second).
+    await until(() => receiver.requests.length >= 4, 'the trial and the sends after it');
+    const times = receiver.requests.map((r) => r.at);
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    expect(Math.min(...gaps), `gaps ${gaps.join(', ')} ms`).toBeGreaterThanOrEqual(1_000);
+    expect(busiestSecond(times)).toBe(1);
+    await until(async () => (await h.tdb.db.selectFrom('deliveries').select('id').where('endpoint_id', '=', endpoint.id).where('status', '=', 'delivered').execute()).length === 3, 'the settles');
+    const attempts = await h.tdb.db
+      .selectFrom('delivery_attempts')
+      .innerJoin('deliveries', 'deliveries.id', 'delivery_attempts.delivery_id')
+      .select(['delivery_attempts.status_code'])
+      .where('deliveries.endpoint_id', '=', endpoint.id)
+      .orderBy('delivery_attempts.started_at')
+      .execute();
+    expect(attempts.map((a) => Number(a.status_code))).toEqual([503, 200, 200, 200]);
+    // The trial's success closed the breaker; each delivery spent one attempt (the failed one waits for its retry).
+    const breakers = await h.tdb.db.selectFrom('endpoint_breakers').select(['state']).execute();
+    expect(breakers.map((b) => b.state)).toEqual(['closed']);
+    const rows = await h.tdb.db.selectFrom('deliveries').select(['status', 'attempt_count']).where('endpoint_id', '=', endpoint.id).execute();
+    expect(rows.map((d) => Number(d.attempt_count))).toEqual([1, 1, 1, 1]);
+  });
+});

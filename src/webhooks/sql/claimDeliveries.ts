@@ -5,7 +5,7 @@ import { isPostgres } from '../../db/dialect.js';
 import { execSql, placeholders } from '../../db/sqlText.js';
 import { hostOfEndpoint } from '../endpointKey.js';
 import { laneHost, shareSlots, type Lane } from './shareSlots.js';
-import { takeSlots, throttledEndpoints } from './throttle.js';
+import { takeSlotOf, takeSlots, throttleOpenCondition, throttledEndpoints } from './throttle.js';
 import { ORDERED_CONDITION } from './ordering.js';
 
 export interface ClaimArgs {
@@ -312,18 +312,24 @@ async function claimLanesSqlite(db: DbOrTx, args: ClaimArgs, shares: Map<Lane, n
  */
 async function claimTrial(db: DbOrTx, pg: boolean, args: ClaimArgs, endpoint: string): Promise<DeliveryRow[]> {
   const running = args.running?.length ?? 0;
+  // A throttled webhook endpoint's delivery is a trial only once its send slot has come, and takes
+  // the slot (sql/throttle.ts): a trial is a send like any other, so it counts against the rate.
   const select = `select y.id from deliveries y
       where y.endpoint = ? and ${dueText(pg, running)}
+        and ${throttleOpenCondition(pg)}
       order by y.updated_at, y.next_attempt_at
       limit 1`;
+  let out: DeliveryRow[];
   if (pg) {
     const t = text(`pg:trial:${running}`, () => `update deliveries ${SET_LEASE_PG} where id in (${select} for update of y skip locked) returning *`);
-    return (await execSql<DeliveryRow>(db, t, [args.owner, args.leaseMs, args.now, endpoint, ...dueParams(true, args)])).rows;
+    out = (await execSql<DeliveryRow>(db, t, [args.owner, args.leaseMs, args.now, endpoint, ...dueParams(true, args)])).rows;
+  } else {
+    const t = text(`sqlite:trial:${running}`, () => select);
+    const { rows: ids } = await execSql<{ id: string }>(db, t, [endpoint, ...dueParams(false, args), args.now]);
+    out = [];
+    for (const { id } of ids) out.push(...(await execSql<DeliveryRow>(db, LEASE_BY_ID_SQLITE, [args.owner, args.now + args.leaseMs, args.now, id])).rows);
   }
-  const t = text(`sqlite:trial:${running}`, () => select);
-  const { rows: ids } = await execSql<{ id: string }>(db, t, [endpoint, ...dueParams(false, args)]);
-  const out: DeliveryRow[] = [];
-  for (const { id } of ids) out.push(...(await execSql<DeliveryRow>(db, LEASE_BY_ID_SQLITE, [args.owner, args.now + args.leaseMs, args.now, id])).rows);
+  for (const row of out) if (row.endpoint_id !== null) await takeSlotOf(db, args.now, row.endpoint_id);
   return out;
 }
 

@@ -1,5 +1,6 @@
 import type { DbOrTx } from '../../db/database.js';
 import { execSql } from '../../db/sqlText.js';
+import { isPostgres } from '../../db/dialect.js';
 
 /**
  * Per-endpoint throttle (docs/webhooks.md, "Throttle"): an endpoint with `rate_limit_per_second` R
@@ -39,3 +40,25 @@ export async function takeSlots(db: DbOrTx, now: number, taken: ReadonlyMap<stri
 }
 
 const TAKE_TEXT = `update webhook_endpoints set rate_next_at = ? where id = ?`;
+
+/**
+ * The delivery `y` is not held by its endpoint's throttle: no endpoint, an endpoint without a rate,
+ * or one whose send slot has come (the half-open trial's claim, which the throttle's claims above do
+ * not serve). SQLite: `?` is the lease clock, bound last; PostgreSQL: the database's clock, as in the
+ * claim function.
+ */
+export function throttleOpenCondition(pg: boolean): string {
+  return `(y.endpoint_id is null or not exists (select 1 from webhook_endpoints w
+          where w.id = y.endpoint_id and w.rate_limit_per_second is not null and w.rate_next_at > ${pg ? '(extract(epoch from now()) * 1000)::bigint' : '?'}))`;
+}
+
+/** Moves a throttled endpoint's next send slot one spacing past now (nothing for an endpoint without a rate). */
+export async function takeSlotOf(db: DbOrTx, now: number, endpointId: string): Promise<void> {
+  if (isPostgres(db)) await execSql(db, TAKE_ONE_PG, [endpointId]);
+  else await execSql(db, TAKE_ONE_SQLITE, [now, RATE_WINDOW_MS, endpointId]);
+}
+
+const TAKE_ONE_PG = `update webhook_endpoints set rate_next_at = (extract(epoch from now()) * 1000)::bigint + ceil(${RATE_WINDOW_MS}.0 / rate_limit_per_second)::bigint
+    where id = ? and rate_limit_per_second is not null`;
+const TAKE_ONE_SQLITE = `update webhook_endpoints set rate_next_at = ? + (? + rate_limit_per_second - 1) / rate_limit_per_second
+    where id = ? and rate_limit_per_second is not null`;
