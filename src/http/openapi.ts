@@ -112,7 +112,10 @@ export function buildOpenApi(version: string): Json {
           summary: 'Webhook deliveries of a launch with every attempt, oldest first',
           security: bearer,
           parameters: [idParam('id'), ...pageParams],
-          responses: { 200: { description: '{deliveries: [...], pagination}' }, ...errors(400, 401, 403, 404) },
+          responses: {
+            200: { description: '{deliveries: [...], pagination}; each attempt has series (1, then one more for each recover of the same delivery) and attempt (its place in that series, from 1: the retry schedule position X-Service-Attempt carried)' },
+            ...errors(400, 401, 403, 404),
+          },
         },
       },
       '/api/deliveries/{id}/redeliver': {

@@ -23,9 +23,14 @@ function parseBody(body: string): unknown {
   }
 }
 
-/** One logged attempt as the API shows it. */
-export function presentAttempt(a: AttemptRow) {
+/**
+ * One logged attempt as the API shows it. `attempt` is its place in its series (the retry schedule's
+ * position, as `X-Service-Attempt` said); `series` counts the delivery's series: 1, then one more
+ * for each recover that brought the same delivery back (docs/webhooks.md, "Recover").
+ */
+export function presentAttempt(a: AttemptRow, series = 1) {
   return {
+    series,
     attempt: a.attempt,
     startedAt: iso(a.started_at),
     durationMs: a.duration_ms,
@@ -56,6 +61,17 @@ export function presentDelivery(d: DeliveryView, attempts: AttemptRow[] = []) {
     completedAt: iso(d.completed_at),
     // The exact event body every attempt of this delivery sends.
     payload: parseBody(d.body),
-    attempts: attempts.map(presentAttempt),
+    attempts: inSeries(attempts).map(({ attempt, series }) => presentAttempt(attempt, series)),
   };
+}
+
+/** A delivery's attempts in the order made, each with its series: a new one begins where the number does not go up (a recover restarted it at 1). */
+function inSeries(attempts: AttemptRow[]): Array<{ attempt: AttemptRow; series: number }> {
+  let series = 1;
+  let last = 0;
+  return attempts.map((attempt) => {
+    if (attempt.attempt <= last) series += 1;
+    last = attempt.attempt;
+    return { attempt, series };
+  });
 }

@@ -65,13 +65,13 @@ describe('POST /api/webhook-endpoints/{id}/recover with a window (docs/webhooks.
     expect(Object.fromEntries(now.map((d) => [d.event_id, d.status]))).toEqual(
       Object.fromEntries([[before[0], 'failed'], ...inWindow.map((e) => [e, 'delivered']), [after[0], 'failed']]),
     );
-    // Each recovered delivery's log: its two failed attempts, then the new series' success.
+    // Each recovered delivery's log: its two failed attempts, then the new series' success, told apart by series.
     const log = (await h.call('GET', `/launches/${launchId}/deliveries`, h.keys.acme)).body.deliveries as Json[];
     const first = log.find((d) => d.id === res.body.recovered.deliveryIds[0])!;
-    expect(first.attempts.map((a: Json) => [a.attempt, a.outcome])).toEqual([
-      [1, 'failure'],
-      [2, 'failure'],
-      [1, 'success'],
+    expect(first.attempts.map((a: Json) => [a.series, a.attempt, a.outcome])).toEqual([
+      [1, 1, 'failure'],
+      [1, 2, 'failure'],
+      [2, 1, 'success'],
     ]);
     const stillOpen = await h.tdb.db.selectFrom('dead_letters').select(['delivery_id', 'status']).execute();
     expect(stillOpen.filter((l) => l.status === 'retried').map((l) => l.delivery_id).sort()).toEqual([...res.body.recovered.deliveryIds].sort());

@@ -15,7 +15,8 @@ export interface RecoverWindow {
  * event was recorded in the window, unless that event has reached the endpoint since or is on its
  * way (another series of it delivered, pending or paused): each delivery is pending again, due now,
  * with a fresh attempt series (its attempt log keeps the old attempts; the new ones are numbered
- * from 1 again), so the same delivery id and the same event id go out, and receivers dedupe. Its
+ * from 1 again, their place in the retry schedule, and presented as series 2: docs/webhooks.md,
+ * "Recover"), so the same delivery id and the same event id go out, and receivers dedupe. Its
  * open dead letter becomes `retried`. Returns the re-queued deliveries' ids, in event order. Notify
  * the dispatcher afterwards.
  */
