@@ -343,8 +343,10 @@ export async function createService(
         ownerLimits: config.ownerLimits,
       }),
       observe: observeRequests(metrics),
+      // In production without METRICS_TOKEN /metrics is not mounted at all: every method and
+      // /metrics/ get the 404 of any unknown path, so nothing says the route exists.
       pages: [
-        ['/metrics', createMetricsRoutes({ metrics, token: config.ops.metricsToken, production: config.production })],
+        ...(config.production && config.ops.metricsToken === undefined ? [] : [['/metrics', createMetricsRoutes({ metrics, token: config.ops.metricsToken })] as [string, Hono]]),
         ['/dashboard', dashboard],
       ],
     });

@@ -54,7 +54,9 @@ function docsUrl(requestUrl: string): string {
 
 /**
  * The methods the app's routes answer on a path (HEAD wherever GET is), computed from the routes
- * registered so far; a path no route matches gets none (then it is a 404, not a 405).
+ * registered so far; a path no route matches gets none (then it is a 404, not a 405). Paths match
+ * as the router matches them, exactly: `/metrics/` is not `/metrics`, so a trailing slash is a 404
+ * like any unknown path and does not reveal the route (a 405 would).
  */
 function allowedMethods(app: Hono<AppEnv>): (path: string) => string[] {
   let table: Array<{ pattern: RegExp; method: string }> | undefined;
@@ -63,7 +65,7 @@ function allowedMethods(app: Hono<AppEnv>): (path: string) => string[] {
       .filter((r) => r.method !== 'ALL')
       .map((r) => ({
         method: r.method,
-        pattern: new RegExp(`^${r.path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}/?$`),
+        pattern: new RegExp(`^${r.path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`),
       }));
     const methods = new Set(table.filter((r) => r.pattern.test(path)).map((r) => r.method));
     if (methods.has('GET')) methods.add('HEAD');

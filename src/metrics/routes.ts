@@ -6,14 +6,11 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /**
  * `GET /metrics` (Prometheus text format); with a token set, only `Authorization: Bearer <token>`.
- * In production without a token it is not served at all (404, as an unknown path).
+ * In production without a token the service does not mount it (src/app/service.ts).
  */
-export function createMetricsRoutes(deps: { metrics: Metrics; token: string | undefined; production?: boolean }): Hono {
+export function createMetricsRoutes(deps: { metrics: Metrics; token: string | undefined }): Hono {
   const app = new Hono();
   app.get('/', async (c) => {
-    if (deps.production === true && deps.token === undefined) {
-      return c.json({ error: { code: 'not_found', message: `No route for ${c.req.method} ${c.req.path}` } }, 404);
-    }
     if (deps.token !== undefined) {
       const presented = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
       // Compare digests so the comparison is constant-time whatever the presented length.

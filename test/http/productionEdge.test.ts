@@ -166,6 +166,30 @@ describe('/metrics in production', () => {
     expect((await t.request('/metrics', { headers: { authorization: 'Bearer anything' } })).status).toBe(404);
   });
 
+  it('answers /metrics/, any other method and a trailing slash on any route with the 404 of an unknown path, never a 405 that reveals the route', async () => {
+    const unknown = (await (await t.request('/no-such-path')).json()) as Json;
+    for (const [method, path] of [
+      ['GET', '/metrics/'],
+      ['HEAD', '/metrics/'],
+      ['POST', '/metrics'],
+      ['DELETE', '/metrics/'],
+      ['GET', '/api/launches/'],
+      ['POST', '/api/launches/'],
+      ['GET', '/api/health/'],
+    ] as const) {
+      const res = await t.request(path, { method, key });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.headers.get('allow'), `${method} ${path}`).toBeNull();
+      if (method === 'HEAD') continue;
+      const body = (await res.json()) as Json;
+      expect(body.error.code).toBe('not_found');
+      expect(body.error.message).toBe(`No route for ${method} ${path}`);
+      expect(Object.keys(body.error).sort()).toEqual(Object.keys(unknown.error).sort());
+    }
+    // A wrong method on a route that exists, written exactly, is still a 405.
+    expect((await t.request('/api/launches', { method: 'PUT', key })).status).toBe(405);
+  });
+
   it('with METRICS_TOKEN requires it and labels breaker hosts with the same opaque labels as health', async () => {
     const withToken = await startTestService({ env: { ...PRODUCTION, METRICS_TOKEN: 'prod-metrics-token' } });
     try {
