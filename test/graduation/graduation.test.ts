@@ -7,7 +7,7 @@ import { checkEnvelope } from '../../src/webhooks/eventSchemas.js';
 import { haveBinaries, needs, programsDir } from '../programs/support/binaries.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { startReceiver, type Receiver } from '../support/webhooks.js';
-import { curveBody, outsideTrader, until } from './support.js';
+import { curveBody, outsideTrader, until } from './support/trading.js';
 
 // Needs the DBC and DAMM v2 binaries in CHAIN_PROGRAMS_DIR (public test fixtures, docs/programs.md);
 // skipped cleanly without them. Runs on SQLite and on PostgreSQL (TEST_DATABASE_URL).

@@ -1,9 +1,9 @@
 import { Keypair, PublicKey, type Connection, type Transaction } from '@solana/web3.js';
 import BN from 'bn.js';
 import { DynamicBondingCurveClient, SwapMode } from '@meteora-ag/dynamic-bonding-curve-sdk';
-import type { ChainBackend } from '../../src/chain/backend.js';
-import { curveKit } from '../../src/chain/programs/dbc/curve.js';
-import { launchBody } from '../support/fixtures.js';
+import type { ChainBackend } from '../../../src/chain/backend.js';
+import { curveKit } from '../../../src/chain/programs/dbc/curve.js';
+import { launchBody } from '../../support/fixtures.js';
 
 export const WSOL = 'So11111111111111111111111111111111111111112';
 
