@@ -110,3 +110,40 @@ describe.skipIf(!haveBinaries(...IDS))(`a bonding curve graduates to DAMM v2 by 
     expect(watch.kind).toBe('curve');
   });
 });
+
+describe.skipIf(!haveBinaries(...IDS))(`a curve someone else migrated first${needs(...IDS)}`, () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService({ env: { CHAIN_PROGRAMS_DIR: programsDir ?? '' } });
+  });
+  afterAll(async () => t?.close());
+
+  it('is reported once as graduated with paidBy null and its migration signature, and the wallet pays nothing', async () => {
+    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const id = await t.createLaunch(key, curveBody());
+    await t.service.runner.drain();
+    const launch = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch;
+    const pool = new PublicKey(launch.results.pool.address);
+    const trader = Keypair.generate();
+    await t.service.chain.requestAirdrop!(trader.publicKey, 100_000_000_000n);
+    const outside = outsideTrader(t.service.chain);
+    for (let i = 0; i < 12 && (await outside.curve(pool)).migrationProgress === 0; i += 1) await outside.buy(trader, pool, 10_000_000_000n + BigInt(i));
+    // The permissionless migration, by an outsider through the SDK, before the service's watcher looks.
+    const dammConfig = new PublicKey('Hv8Lmzmnju6m7kcokVKvwqz7QPmdX9XfKjJsXz8RXcjp'); // the 100 bps tier
+    const { transaction, firstPositionNftKeypair, secondPositionNftKeypair } = await outside.client.migration.migrateToDammV2({ payer: trader.publicKey, pool, dammConfig });
+    const signature = await outside.send(transaction, [trader, firstPositionNftKeypair, secondPositionNftKeypair]);
+    const spendsBefore = await t.service.db.selectFrom('funding_ledger').select('id').where('launch_id', '=', id).execute();
+
+    await t.service.watcher.runOnce();
+    expect(await t.service.graduator.runOnce()).toBe(1);
+    expect(t.service.graduator.sent).toBe(0);
+    const got = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch;
+    expect(got.graduation).toMatchObject({ state: 'done', signature, positions: [] });
+    expect(got.watches[0]).toMatchObject({ kind: 'curve', state: 'ended', endedReason: 'graduated' });
+    const events = await t.service.db.selectFrom('outbox_events').select('body').where('launch_id', '=', id).where('event', '=', 'pool.graduated').execute();
+    expect(events).toHaveLength(1);
+    expect(JSON.parse(events[0]!.body).data).toMatchObject({ pool: pool.toBase58(), ammPool: got.graduation.ammPool, signature, paidBy: null, positions: [] });
+    expect(await t.service.db.selectFrom('funding_ledger').select('id').where('launch_id', '=', id).execute()).toHaveLength(spendsBefore.length);
+    expect(await t.service.graduator.runOnce()).toBe(0);
+  });
+});

@@ -158,6 +158,7 @@ export async function presentMigration(db: DbOrTx, launchId: string): Promise<Re
     dueAt: iso(row.due_at),
     graduatedAt: iso(row.graduated_at),
     ammPool: row.amm_pool,
+    positions: row.result ? (parseJson<{ positions?: unknown[] }>(row.result, {}).positions ?? []) : [],
     signature: row.signature,
     attempts: Number(row.attempts),
     lastError: row.state === 'done' ? null : row.last_error,
