@@ -9,6 +9,7 @@ import { preparePostgresStatements } from './pgStatements.js';
 import { createWriteLockBuffer, mainWriteLock } from './writeLock.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
+import { makeDatabaseFilePrivate } from './privateFile.js';
 
 export type Db = Kysely<Database>;
 /** Where the checkpointer's warnings (and the start's word on the file's auto_vacuum) go: pino's shape, named here because db/ sits beside lib/, not above it. */
@@ -123,6 +124,7 @@ export function openPostgres(url: string, options: { poolSize?: number; idleTran
  * `autoCheckpoint` is false too.
  */
 export function openDatabase(path: string, options: { backgroundCheckpoint?: boolean; autoCheckpoint?: boolean; logger?: DatabaseLogger; vacuumAdvice?: boolean } = {}): OpenedDatabase {
+  makeDatabaseFilePrivate(path);
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma('busy_timeout = 5000');
   // Before anything creates a table: a new file can then give deleted rows' pages back.

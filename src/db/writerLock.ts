@@ -1,4 +1,5 @@
 import SqliteDatabase from 'better-sqlite3';
+import { makeDatabaseFilePrivate } from './privateFile.js';
 
 /** Another process already serves from this database file. */
 export class DatabaseLockedError extends Error {
@@ -25,6 +26,7 @@ export interface WriterLock {
  */
 export function acquireWriterLock(databasePath: string): WriterLock {
   const path = `${databasePath}.lock`;
+  makeDatabaseFilePrivate(path);
   const lock = new SqliteDatabase(path);
   try {
     lock.pragma('busy_timeout = 0');
