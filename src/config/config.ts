@@ -140,7 +140,7 @@ export interface OpsConfig {
   metricsToken: string | undefined;
   /** How long a dashboard sign-in lasts. */
   dashboardSessionTtlMs: number;
-  /** DASHBOARD_SIGN_IN_PER_MINUTE: sign-in attempts per client address, and per key prefix, per minute. */
+  /** DASHBOARD_SIGN_IN_PER_MINUTE: failed sign-in attempts per client address per minute. */
   dashboardSignInPerMinute: number;
   /** `cluster` parameter of explorer links on the dashboard (`mainnet-beta`, `devnet`, `testnet`, `custom`). */
   explorerCluster: string;

@@ -51,7 +51,7 @@ export interface DashboardDeps {
   /** BODY_LIMIT_BYTES: the largest form body read (default 64 KiB). */
   bodyLimitBytes?: number;
   /**
-   * Counts sign-in attempts per client address and per key prefix (the service's rate limiter at
+   * Counts failed sign-in attempts per client address (the service's rate limiter at
    * DASHBOARD_SIGN_IN_PER_MINUTE); none: sign-in is not limited.
    */
   signInLimiter?: SignInLimiter;
@@ -116,17 +116,17 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
   const app = new Hono<DashEnv>();
 
   /**
-   * Failed sign-ins are counted per client address and per key prefix; once either is spent, every
-   * sign-in from there (or at that prefix) waits, before any key is looked up. Returns the seconds
-   * to wait, or undefined. `peek` looks without counting.
+   * Failed sign-ins are counted per client address: once its budget is spent, every sign-in from
+   * there waits, before any key is looked up. Never per key alone, whatever the attempt: anyone who
+   * knows a key's first characters could then lock its holder out (a key is 32 random bytes, so
+   * guessing one from many addresses gets nowhere). Returns the seconds to wait, or undefined.
+   * `peek` looks without counting.
    */
-  const signInWait = async (address: string, keyPrefix: string, peek: boolean): Promise<number | undefined> => {
+  const signInWait = async (address: string, peek: boolean): Promise<number | undefined> => {
     const limiter = deps.signInLimiter;
     if (!limiter) return undefined;
-    const subjects = [`sign-in-ip:${address}`, ...(keyPrefix.length > 3 ? [`sign-in-key:${keyPrefix}`] : [])];
-    const verdicts = await Promise.all(subjects.map((subject) => limiter.take(subject, peek)));
-    const refused = verdicts.filter((v) => !v.allowed);
-    return refused.length === 0 ? undefined : Math.max(...refused.map((v) => v.resetSeconds));
+    const verdict = await limiter.take(`sign-in-ip:${address}`, peek);
+    return verdict.allowed ? undefined : verdict.resetSeconds;
   };
   const cookieBase = { path: '/dashboard', httpOnly: true, sameSite: 'Strict' as const, secure: deps.production };
 
@@ -159,12 +159,12 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
     const key = typeof form.key === 'string' ? form.key.trim() : '';
     const address = clientAddress(c);
     const again = async (status: 401 | 403 | 429, error: string) => {
-      if (status !== 429) await signInWait(address, key.slice(0, 12), false);
+      if (status !== 429) await signInWait(address, false);
       setCookie(c, LOGIN, csrf, { ...cookieBase, maxAge: 3600 });
       return c.html(<SignInPage csrf={csrf} error={error} />, status);
     };
-    // Per client address and per key prefix, so neither one client nor many guessing at one key get far.
-    const wait = await signInWait(address, key.slice(0, 12), true);
+    // Per client address, so one client does not get far; another's failures never hold a key back.
+    const wait = await signInWait(address, true);
     if (wait !== undefined) {
       c.header('Retry-After', String(wait));
       return again(429, `Too many sign-in attempts; try again in ${wait} s.`);
