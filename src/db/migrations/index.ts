@@ -28,6 +28,7 @@ import * as m041 from './041_endpoint_ordering.js';
 import * as m042 from './042_ledger_signatures.js';
 import * as m043 from './043_trace_context.js';
 import * as m044 from './044_curve_migrations.js';
+import * as m045 from './045_claim_slot_spacing.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -60,6 +61,7 @@ export const migrations: Record<string, Migration> = {
   '042_ledger_signatures': m042,
   '043_trace_context': m043,
   '044_curve_migrations': m044,
+  '045_claim_slot_spacing': m045,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -8,8 +8,9 @@ import { isPostgres } from '../../db/dialect.js';
  * 200 ms of that window left for the jitter between our start and the receiver's clock (1.1 s
  * until migration 041: 100 ms proved too little for a receiver on a loaded machine). The claim
  * leases at most one delivery of a throttled endpoint whose slot has come and moves the slot on;
- * the others stay pending (no attempt counted, no breaker effect). Migration 040 does the same in
- * PostgreSQL's claim function, with the same constant.
+ * the others stay pending (no attempt counted, no breaker effect). PostgreSQL's claim function does
+ * the same with the same constant (migration 040 with 1.1 s, 041 and 045 with 1.2 s: 045 makes the
+ * function anew for databases that ran 041 while it still said 1.1 s).
  */
 export const RATE_WINDOW_MS = 1_200;
 
