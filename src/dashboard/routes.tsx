@@ -360,9 +360,15 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {
   app.notFound((c) => c.html(<MessagePage title="Not found" message={`No page at ${c.req.path.slice(0, 200)}`} />, 404));
   app.onError((error, c) => {
     if (error instanceof NotFoundError) return c.html(<MessagePage title="Not found" message={error.message} />, 404);
-    if (error instanceof DomainError) return c.html(<MessagePage title="Not done" message={error.message} />, 409);
+    if (error instanceof DomainError) return c.html(<MessagePage title="Not done" message={withFields(error)} />, 409);
     deps.logger.error({ err: error, component: 'dashboard' }, 'dashboard page failed');
     return c.html(<MessagePage title="Error" message="Something went wrong; it has been logged." />, 500);
   });
   return app;
+}
+
+/** A refusal's message with what each refused field needed (a form's `since must not be in the future`). */
+function withFields(error: DomainError): string {
+  const fields = (error.details as { fields?: Array<{ field: string; message: string }> } | undefined)?.fields;
+  return Array.isArray(fields) && fields.length > 0 ? `${error.message}: ${fields.map((f) => `${f.field} ${f.message}`).join('; ')}` : error.message;
 }

@@ -36,7 +36,7 @@ describe.skipIf(chromiumMissing !== undefined)(`a webhook endpoint's dashboard p
     await receiver?.close();
   });
 
-  it('shows 3 / s and per-launch ordering, refuses a future window with nothing re-queued, and brings the failed delivery back to the receiver', async () => {
+  it('shows 3 / s and per-launch ordering, refuses a future window saying why, with nothing re-queued, and brings the failed delivery back to the receiver', async () => {
     const key = await t.key('acme', ['launches:read', 'launches:write']);
     receiver.respond = () => ({ status: 500 });
     const created = await t.request('/api/webhook-endpoints', { method: 'POST', key, json: { url: receiver.url, rateLimitPerSecond: 3, ordering: 'launch' } });
@@ -71,6 +71,7 @@ describe.skipIf(chromiumMissing !== undefined)(`a webhook endpoint's dashboard p
     const refused = await Promise.all([page.waitForNavigation(), page.click('form[data-recover] button[type=submit]')]).then(([res]) => res);
     expect(refused?.status()).toBe(409);
     expect(await page.textContent('body')).toContain('Not done');
+    expect(await page.textContent('body')).toContain('since must not be in the future');
     expect((await delivery()).status).toBe('failed');
 
     // The receiver is back: the form's own default window brings the same deliveries back (the
