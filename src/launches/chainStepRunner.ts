@@ -5,10 +5,10 @@ import { keypairFromSeed } from '../chain/ed25519.js';
 import { deriveLaunchKeys } from '../chain/keys.js';
 import { DEFAULT_PROGRAM_IDS } from '../chain/programs/programIds.js';
 import { assertPayerCoversProgramSteps } from '../chain/steps/balance.js';
-import type { StepExecutor, StepName, StepOutcome } from '../chain/steps/types.js';
+import type { PendingTx, StepExecutor, StepName, StepOutcome } from '../chain/steps/types.js';
 import { NonRetriableError } from '../lib/retry.js';
 import { planFromRequest } from './plan.js';
-import type { StepRunner } from './stepPort.js';
+import { withStepSpends, type StepRunner, type StepSpends } from './stepPort.js';
 
 /** What the token steps need at most: mint and token-account rent plus fees, with margin. */
 const TOKEN_STEPS_RESERVE_LAMPORTS = 20_000_000;
@@ -30,7 +30,9 @@ export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Bu
       // A launch without a reservation: refuse before the first transaction when the payer cannot cover it.
       await assertPayerCoversProgramSteps(deps.chain, payer.publicKey, plan, DEFAULT_PROGRAM_IDS, TOKEN_STEPS_RESERVE_LAMPORTS);
     }
-    const outcome = await executor({
+    let outcome: StepOutcome;
+    try {
+      outcome = await executor({
       plan,
       keys: deriveLaunchKeys(master, input.launchId),
       results: input.results,
@@ -40,19 +42,37 @@ export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Bu
       payer,
       budget: input.budgetLamports === undefined ? undefined : { remainingLamports: input.budgetLamports },
       logger: input.logger,
-    });
-    return { ...outcome, spent: await spentBy(deps.chain, payer, outcome) };
+      });
+    } catch (error) {
+      // A transaction of the step that landed and failed took its fee: the error carries it to the ledger.
+      throw withStepSpends(error, await spentBy(deps.chain, payer, signaturesOf(input.pending, [])));
+    }
+    return { ...outcome, spent: await spentBy(deps.chain, payer, signaturesOf(input.pending, outcome.transactions)) };
   };
 }
 
 /**
- * What the payer really spent in each of the step's transactions, from the chain's record of it:
- * the fee payer's lamports before minus after. A transaction the chain cannot show yet (an RPC
- * node that has not finalized it) counts nothing here; the launch's release settles the rest.
+ * Every signature the step sent: its outcome's and each recorded pending transaction's, earlier
+ * ones (re-signed after a blockhash expired) included, so a failed attempt's fee is counted too.
  */
-async function spentBy(chain: ChainBackend, payer: Keypair, outcome: StepOutcome): Promise<NonNullable<StepOutcome['spent']>> {
-  const spent: NonNullable<StepOutcome['spent']> = [];
-  for (const { signature } of outcome.transactions) {
+function signaturesOf(pending: Record<string, PendingTx>, transactions: StepOutcome['transactions']): string[] {
+  const all = new Set(transactions.map((t) => t.signature));
+  for (const record of Object.values(pending)) {
+    all.add(record.signature);
+    for (const earlier of record.earlier ?? []) all.add(earlier.signature);
+  }
+  return [...all];
+}
+
+/**
+ * What the payer really spent in each of the step's transactions, from the chain's record of it:
+ * the fee payer's lamports before minus after (a failed transaction's fee included). A transaction
+ * that never landed costs nothing; one the chain cannot show yet (an RPC node that has not
+ * finalized it) counts nothing here; the launch's release settles the rest.
+ */
+async function spentBy(chain: ChainBackend, payer: Keypair, signatures: readonly string[]): Promise<StepSpends> {
+  const spent: StepSpends = [];
+  for (const signature of signatures) {
     const tx = await chain.history.getTransaction(signature).catch(() => null);
     if (!tx || tx.accountKeys[0] !== payer.publicKey.toBase58()) continue;
     const before = tx.preBalances[0];

@@ -12,7 +12,7 @@ import { completionData, stepEvents } from './events.js';
 import { completeStep, savePendingTx, waitStep, startStep, updateLeasedLaunchForEvents, type LaunchLease, type PendingDurability } from './runStore.js';
 import { findSteps } from './store.js';
 import { failLaunch } from './failLaunch.js';
-import type { StepRunner } from './stepPort.js';
+import { stepSpendsOf, type StepRunner } from './stepPort.js';
 import { asStepName } from './steps.js';
 import type { Funding } from '../funding/funding.js';
 
@@ -147,6 +147,9 @@ async function runSteps(args: RunArgs): Promise<RunOutcome> {
       }));
     } catch (error) {
       const failure = classifyFailure(error);
+      // The fees of the step's transactions that landed and failed, before the step waits or the release closes the reservation.
+      const spent = stepSpendsOf(error);
+      if (spent.length > 0) await args.funding?.recordSpends(db, launch, spent);
       stepSpan?.setAttributes({ 'error.type': failure.code, 'launch.step.retriable': failure.retriable });
       stepSpan?.end(error);
       if (failure.retriable) {

@@ -26,3 +26,22 @@ export interface StepRunInput {
 }
 
 export type StepRunner = (input: StepRunInput) => Promise<StepOutcome>;
+
+/** What the payer paid in each landed transaction of a step (see chainStepRunner.ts). */
+export type StepSpends = NonNullable<StepOutcome['spent']>;
+
+const SPENT = Symbol('stepSpends');
+
+/**
+ * Carries on a failed step's error what its landed transactions cost the payer: a transaction that
+ * landed and failed still took its fee, and the funding ledger records every lamport the wallet pays.
+ */
+export function withStepSpends(error: unknown, spent: StepSpends): unknown {
+  if (spent.length > 0 && typeof error === 'object' && error !== null) Object.defineProperty(error, SPENT, { value: spent, enumerable: false, configurable: true });
+  return error;
+}
+
+/** The spends a failed step's error carries (none when it carries none). */
+export function stepSpendsOf(error: unknown): StepSpends {
+  return typeof error === 'object' && error !== null ? ((error as { [SPENT]?: StepSpends })[SPENT] ?? []) : [];
+}
