@@ -14,7 +14,8 @@ async function until(check: () => Promise<boolean>, what: string, ms = 15_000): 
 
 describe('dashboard: a webhook endpoint page', () => {
   it('shows the rate limit and the ordering, and its recover form brings the failed delivery back to the endpoint', async () => {
-    const t = await startTestService({ env: { WEBHOOK_RETRY_SCHEDULE: '0', WEBHOOK_POLL_INTERVAL_MS: '50ms' } });
+    // No breaker in the way: the launch's three events all fail before the recover, and three failures would open it for 5 min.
+    const t = await startTestService({ env: { WEBHOOK_RETRY_SCHEDULE: '0', WEBHOOK_POLL_INTERVAL_MS: '50ms', BREAKER_FAILURE_THRESHOLD: '1000' } });
     const receiver = await startReceiver(systemClock);
     try {
       const key = await t.key('acme', ['launches:read', 'launches:write']);
