@@ -15,6 +15,8 @@ import { createDeliveryRoutes } from '../http/routes/deliveries.js';
 import { createEventStreamRoutes } from '../http/routes/eventStream.js';
 import { createEventTypeRoutes } from '../http/routes/eventTypes.js';
 import { createFundingRoutes } from '../http/routes/funding.js';
+import { createFeeRoutes } from '../http/routes/fees.js';
+import type { FeeClaims } from '../fees/feeClaims.js';
 import type { Funding } from '../funding/funding.js';
 import { requestHash } from '../launches/idempotency.js';
 import { createHealthRoutes, type HealthResponder } from '../http/routes/health.js';
@@ -84,6 +86,8 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
   checkCapabilities(request: LaunchRequest): Promise<CapabilityGap | undefined>;
   /** Owners' funding wallets: every launch reserves its quote; `/funding` routes. */
   funding: Funding;
+  /** Creator fees of launches: `/launches/{id}/fees` routes. */
+  fees: FeeClaims;
   /** The operator's fee every new launch pays (LAUNCH_FEE_LAMPORTS). */
   operatorFee?: OperatorFee | undefined;
 }
@@ -113,6 +117,7 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
     ],
     ['/funding', createFundingRoutes({ db, funding: deps.funding, hashBody: (body) => requestHash(body, deps.requestHashKey) })],
     ['/owners', createOwnerBoundRoutes({ db, clock, defaults: limits })],
+    ['/launches', createFeeRoutes({ fees: deps.fees })],
     ['/launches', createLaunchDestinationRoutes({ db, clock, secretBox: deps.secretBox, production: deps.production, signal: deps.engine.signal })],
     ['/', createEventStreamRoutes({ db, feed: deps.engine.feed })],
     ['/webhook-endpoints', createWebhookEndpointRoutes({

@@ -24,6 +24,7 @@ import type { AppEnv } from '../http/env.js';
 import { createRateLimiter } from '../http/middleware/rateLimit.js';
 import { createChainStepRunner, launchKeySecret } from '../launches/chainStepRunner.js';
 import { Graduator } from '../watcher/graduation/graduator.js';
+import { createFeeClaims, type FeeClaims } from '../fees/feeClaims.js';
 import { insertCurveMigrationFor } from '../watcher/graduation/launch.js';
 import type { StepRunner } from '../launches/stepPort.js';
 import { LaunchRunner } from '../launches/runner.js';
@@ -65,6 +66,8 @@ export interface Service {
   watcher: ChainWatcher;
   /** The graduation job (docs/programs.md, "Graduation"): a full bonding curve's migration to DAMM v2. */
   graduator: Graduator;
+  /** Creator fees of launches: read and claim (docs/funding.md, "Creator fees"). */
+  fees: FeeClaims;
   cache: ChainReadCache;
   breakers: BreakerSource;
   /** Deletes what is past RETENTION / LAUNCH_RETENTION (docs/architecture.md, "Retention"). */
@@ -246,6 +249,9 @@ export async function createService(
       leaseMs: config.runner.leaseMs,
     });
 
+    // Creator fees: what is claimable, and claims paid to the launch's recipient (docs/funding.md, "Creator fees").
+    const fees = createFeeClaims({ db, clock, chain, logger: logger.child({ component: 'fees' }), funding, signal: webhooks.signal, leaseMs: config.runner.leaseMs });
+
     const runChecks = () =>
       checkHealth({
         clock,
@@ -337,6 +343,7 @@ export async function createService(
         launchSignal: { notify: (handoff) => (webhooks.signal.notify(handoff), wakeLaunches()) },
         checkCapabilities: (request) => checkCapabilities(chain, request),
         funding,
+        fees,
         operatorFee: config.funding.operatorFee,
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
         wakeRunner: wakeLaunches,
@@ -379,6 +386,7 @@ export async function createService(
       runner: launchRunner,
       watcher,
       graduator,
+      fees,
       cache,
       breakers: webhooks.breakers,
       retention,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { launchRequestSchema } from '../launches/request.js';
 import { envelopeSchema, EVENT_DATA_SCHEMAS, EVENT_DESCRIPTIONS, type DocumentedEventKind } from '../webhooks/eventSchemas.js';
 import { fundingPaths } from './openapiFunding.js';
+import { feePaths } from './openapiFees.js';
 import { patchLaunchOperation, webhookEndpointPaths, webhookEventDocs } from './openapiEndpoints.js';
 
 type Json = Record<string, unknown>;
@@ -142,6 +143,7 @@ export function buildOpenApi(version: string): Json {
       '/dashboard': { get: { summary: 'Operator dashboard (HTML, sign in with an API key; pages below /dashboard, forms with a CSRF token)', responses: { 200: { description: 'text/html' }, 303: { description: 'to /dashboard/sign-in without a session' } } } },
       ...webhookEndpointPaths,
       ...fundingPaths,
+      ...feePaths,
       '/mcp': {
         post: {
           summary: 'Model Context Protocol (Streamable HTTP, stateless): a JSON-RPC message such as tools/list or tools/call; each tool is one route of this API called with your key (docs/mcp.md)',

@@ -209,6 +209,7 @@ export function sweepEndedLaunches(db: Db, args: { cutoff: number; limit: number
     await trx.deleteFrom('idempotency_keys').where('launch_id', 'in', ids).execute();
     await trx.deleteFrom('launch_steps').where('launch_id', 'in', ids).execute();
     await trx.withTables<{ curve_migrations: { launch_id: string } }>().deleteFrom('curve_migrations').where('launch_id', 'in', ids).execute();
+    await trx.withTables<{ fee_claims: { launch_id: string } }>().deleteFrom('fee_claims').where('launch_id', 'in', ids).execute();
     const r = await trx.deleteFrom('launches').where('id', 'in', ids).where('status', 'in', ['complete', 'failed']).executeTakeFirst();
     return Number(r.numDeletedRows);
   });

@@ -43,7 +43,7 @@ describe('the layers of src (docs/architecture.md)', () => {
     const layer: Record<string, number> = {
       app: 5, monitor: 5, listen: 5,
       http: 4, dashboard: 4, metrics: 4, mcp: 4,
-      launches: 3, watcher: 3,
+      launches: 3, watcher: 3, fees: 3,
       webhooks: 2, funding: 2,
       chain: 1, deadLetters: 1, auth: 1, health: 1, cache: 1, retention: 1, bounds: 1,
       db: 0, config: 0, crypto: 0, lib: 0,

@@ -29,6 +29,7 @@ import * as m042 from './042_ledger_signatures.js';
 import * as m043 from './043_trace_context.js';
 import * as m044 from './044_curve_migrations.js';
 import * as m045 from './045_claim_slot_spacing.js';
+import * as m046 from './046_fee_claims.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -62,6 +63,7 @@ export const migrations: Record<string, Migration> = {
   '043_trace_context': m043,
   '044_curve_migrations': m044,
   '045_claim_slot_spacing': m045,
+  '046_fee_claims': m046,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -352,8 +352,57 @@ async function buildMigrationInstructions(sdk: Sdk, args: {
   return { instructions: [migrate], ammPool, dammConfig, positions: partnerShare > 0 ? [first, second] : [first] };
 }
 
+/**
+ * The curve's creator trading fee, claimed by its DBC creator (the owner's funding wallet) and paid
+ * on to `recipient` in SOL, in one transaction: the wallet's wrapped-SOL account receives exactly
+ * `quoteLamports` (`claim_creator_trading_fee` takes a maximum, so the amount is the one read
+ * before), is closed back into the wallet, and a system transfer pays the recipient. Our curves
+ * collect fees in SOL only, so the base side claims 0 into the curve's own base vault (a
+ * transfer of 0 to itself) unless `baseAmount` is positive, when it goes to the recipient's token
+ * account (made if absent).
+ */
+async function buildClaimCreatorFeeInstructions(sdk: Sdk, args: {
+  pool: PublicKey;
+  state: CurveState;
+  creator: PublicKey;
+  recipient: PublicKey;
+  quoteLamports: bigint;
+  baseAmount: bigint;
+  baseTokenProgram: PublicKey;
+}): Promise<TransactionInstruction[]> {
+  const program = offlineProgram(sdk);
+  const { state, creator } = args;
+  const wrapped = getAssociatedTokenAddressSync(NATIVE_MINT, creator, true, TOKEN_PROGRAM_ID);
+  const before: TransactionInstruction[] = [createAssociatedTokenAccountIdempotentInstruction(creator, wrapped, creator, NATIVE_MINT, TOKEN_PROGRAM_ID, ASSOCIATED_TOKEN_PROGRAM_ID)];
+  let baseAccount = state.baseVault;
+  if (args.baseAmount > 0n) {
+    baseAccount = getAssociatedTokenAddressSync(state.baseMint, args.recipient, true, args.baseTokenProgram);
+    before.push(createAssociatedTokenAccountIdempotentInstruction(creator, baseAccount, args.recipient, state.baseMint, args.baseTokenProgram, ASSOCIATED_TOKEN_PROGRAM_ID));
+  }
+  const claim = await program.methods
+    .claimCreatorTradingFee(new BN(args.baseAmount.toString()), new BN(args.quoteLamports.toString()))
+    .accountsPartial({
+      poolAuthority: dbcPoolAuthority(DBC_PROGRAM_ID),
+      pool: args.pool,
+      tokenAAccount: baseAccount,
+      tokenBAccount: wrapped,
+      baseVault: state.baseVault,
+      quoteVault: state.quoteVault,
+      baseMint: state.baseMint,
+      quoteMint: NATIVE_MINT,
+      creator,
+      tokenBaseProgram: args.baseTokenProgram,
+      tokenQuoteProgram: TOKEN_PROGRAM_ID,
+    })
+    .instruction();
+  const after: TransactionInstruction[] = [createCloseAccountInstruction(wrapped, creator, creator, [], TOKEN_PROGRAM_ID)];
+  if (args.quoteLamports > 0n) after.push(SystemProgram.transfer({ fromPubkey: creator, toPubkey: args.recipient, lamports: args.quoteLamports }));
+  return [...before, claim, ...after];
+}
+
 /** The SDK-backed half of this module, once the SDK is loaded. */
 export interface CurveKit {
+  buildClaimCreatorFeeInstructions(args: Parameters<typeof buildClaimCreatorFeeInstructions>[1]): Promise<TransactionInstruction[]>;
   buildMigrationInstructions(args: Parameters<typeof buildMigrationInstructions>[1]): Promise<CurveMigration>;
   /** Throws (the SDK's Error) when the program would refuse the parameters. */
   curveConfigParameters(plan: CurvePlanInput): ConfigParameters;
@@ -369,5 +418,6 @@ export async function curveKit(): Promise<CurveKit> {
     buildCreateCurveInstructions: (args) => buildCreateCurveInstructions(sdk, args),
     decodeCurveState: (data) => decodeCurveState(sdk, data),
     buildMigrationInstructions: (args) => buildMigrationInstructions(sdk, args),
+    buildClaimCreatorFeeInstructions: (args) => buildClaimCreatorFeeInstructions(sdk, args),
   };
 }
