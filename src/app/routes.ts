@@ -12,6 +12,7 @@ import type { AppEnv } from '../http/env.js';
 import { createBreakerRoutes } from '../http/routes/breakers.js';
 import { createDeadLetterRoutes } from '../http/routes/deadLetters.js';
 import { createDeliveryRoutes } from '../http/routes/deliveries.js';
+import type { StreamLimits } from '../webhooks/stream/streamSlots.js';
 import { createEventStreamRoutes } from '../http/routes/eventStream.js';
 import { createEventTypeRoutes } from '../http/routes/eventTypes.js';
 import { createFundingRoutes } from '../http/routes/funding.js';
@@ -74,6 +75,8 @@ export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
 }
 
 export interface ApiRouteDeps extends WebhookRouteDeps {
+  /** EVENT_STREAMS_PER_KEY, _PER_OWNER, _MAX: open event streams allowed (docs/api.md). */
+  eventStreamLimits?: StreamLimits;
   version: string;
   production: boolean;
   secretBox: SecretBox;
@@ -119,7 +122,7 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
     ['/owners', createOwnerBoundRoutes({ db, clock, defaults: limits })],
     ['/launches', createFeeRoutes({ fees: deps.fees })],
     ['/launches', createLaunchDestinationRoutes({ db, clock, secretBox: deps.secretBox, production: deps.production, signal: deps.engine.signal })],
-    ['/', createEventStreamRoutes({ db, feed: deps.engine.feed })],
+    ['/', createEventStreamRoutes({ db, feed: deps.engine.feed, limits: deps.eventStreamLimits })],
     ['/webhook-endpoints', createWebhookEndpointRoutes({
         db,
         clock,

@@ -348,6 +348,7 @@ export async function createService(
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
         wakeRunner: wakeLaunches,
         ownerLimits: config.ownerLimits,
+        eventStreamLimits: config.eventStreams,
       }),
       observe: observeRequests(metrics),
       // In production without METRICS_TOKEN /metrics is not mounted at all: every method and

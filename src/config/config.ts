@@ -111,6 +111,8 @@ export interface Config {
   mcpAllowedOrigins: string[];
   /** Bound on receiving a request's headers and body, and open connections per client address (0: no cap). */
   http: { requestTimeoutMs: number; maxConnectionsPerClient: number };
+  /** EVENT_STREAMS_PER_KEY, EVENT_STREAMS_PER_OWNER, EVENT_STREAMS_MAX: open event streams allowed in this process. */
+  eventStreams: { perKey: number; perOwner: number; max: number };
   healthCheckTimeoutMs: number;
   /** How long one health report is shared between requests (0: every request runs the checks). */
   healthCacheMs: number;
@@ -520,6 +522,11 @@ export function loadConfig(env: Env = process.env): Config {
     http: {
       requestTimeoutMs: durationVar(env, 'HTTP_REQUEST_TIMEOUT', 30_000),
       maxConnectionsPerClient: intVar(env, 'HTTP_MAX_CONNECTIONS_PER_CLIENT', 64, 0, 100_000),
+    },
+    eventStreams: {
+      perKey: intVar(env, 'EVENT_STREAMS_PER_KEY', 10, 1, 100_000),
+      perOwner: intVar(env, 'EVENT_STREAMS_PER_OWNER', 20, 1, 100_000),
+      max: intVar(env, 'EVENT_STREAMS_MAX', 500, 1, 1_000_000),
     },
     healthCheckTimeoutMs: durationVar(env, 'HEALTH_CHECK_TIMEOUT_MS', 1500),
     healthCacheMs: durationVar(env, 'HEALTH_CACHE_MS', 1000),

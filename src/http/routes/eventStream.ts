@@ -5,20 +5,26 @@ import { filterEntryProblem } from '../../webhooks/endpoints/filters.js';
 import { lastOutboxRowid, ownerEventRowid, ownerLastEventId } from '../../webhooks/sql/streamQueries.js';
 import type { EventFeed } from '../../webhooks/stream/eventFeed.js';
 import { DEFAULT_STREAM_TIMING, streamEvents, type StreamTiming } from '../../webhooks/stream/streamEvents.js';
+import { createStreamSlots, DEFAULT_STREAM_LIMITS, type StreamLimits } from '../../webhooks/stream/streamSlots.js';
 import type { AppEnv } from '../env.js';
-import { invalidRequest } from '../errors.js';
+import { ApiError, invalidRequest } from '../errors.js';
 import { requireScope } from '../middleware/auth.js';
 
 export interface EventStreamRouteDeps {
   db: Db;
   feed: EventFeed;
   timing?: Partial<StreamTiming>;
+  /** Open streams per key, per owner and in all (defaults: DEFAULT_STREAM_LIMITS). */
+  limits?: StreamLimits;
 }
+
+const BOUND_WORDS = { key: 'this API key', owner: 'this owner', service: 'the service' } as const;
 
 /** `GET /events/stream`: the caller's events as Server-Sent Events (docs/api.md, "Event stream"). Mount at `/`. */
 export function createEventStreamRoutes(deps: EventStreamRouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const timing = { ...DEFAULT_STREAM_TIMING, ...deps.timing };
+  const slots = createStreamSlots(deps.limits ?? DEFAULT_STREAM_LIMITS);
 
   app.get('/events/stream', async (c) => {
     const auth = requireScope(c, 'launches:read');
@@ -35,11 +41,15 @@ export function createEventStreamRoutes(deps: EventStreamRouteDeps): Hono<AppEnv
       after = await lastOutboxRowid(deps.db);
       position = await ownerLastEventId(deps.db, auth.owner, after);
     }
+    const slot = slots.open(auth.keyId, auth.owner);
+    if ('bound' in slot) {
+      throw new ApiError(429, 'too_many_streams', `${BOUND_WORDS[slot.bound]} already has ${slot.limit} event streams open, the most allowed; close one first (docs/api.md, "Event stream")`, { bound: slot.bound, limit: slot.limit }, undefined, { 'Retry-After': '5' });
+    }
     const logger = c.get('logger');
     c.header('X-Accel-Buffering', 'no');
     return streamSSE(c, async (stream) => {
       const gone = new AbortController();
-      stream.onAbort(() => gone.abort());
+      stream.onAbort(() => (gone.abort(), slot.release()));
       try {
         await stream.write(position === undefined ? ': stream open\n\n' : `: stream open\nid: ${position}\n\n`);
         await streamEvents(
@@ -52,6 +62,8 @@ export function createEventStreamRoutes(deps: EventStreamRouteDeps): Hono<AppEnv
       } catch (error) {
         // The client went away mid-write, or the database failed: end the stream; the client resumes with Last-Event-ID.
         if (!gone.signal.aborted) logger.warn({ err: error, component: 'event-stream' }, 'event stream ended by an error');
+      } finally {
+        slot.release();
       }
     });
   });
