@@ -118,19 +118,21 @@ describe('a half-open breaker trial to a throttled endpoint (docs/webhooks.md, "
     // (1.2 s) apart: the first of them is the half-open trial (old code: sent as soon as the breaker
     // half-opened, 0.3-0.4 s after the failure, two sends in one second).
     await until(() => receiver.requests.length >= 4, 'the trial and the sends after it');
-    const times = receiver.requests.map((r) => r.at);
-    const gaps = times.slice(1).map((t, i) => t - times[i]!);
-    expect(Math.min(...gaps), `gaps ${gaps.join(', ')} ms`).toBeGreaterThanOrEqual(1_000);
-    expect(busiestSecond(times)).toBe(1);
     await until(async () => (await h.tdb.db.selectFrom('deliveries').select('id').where('endpoint_id', '=', endpoint.id).where('status', '=', 'delivered').execute()).length === 3, 'the settles');
     const attempts = await h.tdb.db
       .selectFrom('delivery_attempts')
       .innerJoin('deliveries', 'deliveries.id', 'delivery_attempts.delivery_id')
-      .select(['delivery_attempts.status_code'])
+      .select(['delivery_attempts.status_code', 'delivery_attempts.started_at'])
       .where('deliveries.endpoint_id', '=', endpoint.id)
       .orderBy('delivery_attempts.started_at')
       .execute();
     expect(attempts.map((a) => Number(a.status_code))).toEqual([503, 200, 200, 200]);
+    // When the dispatcher started each send (its own clock: the receiver's stamps, in this process
+    // too, bunch up when a loaded machine stalls the loop): a slot (1.2 s) apart, less the start's
+    // slack and, on PostgreSQL, the difference between the slot's clock (the database's) and ours.
+    const starts = attempts.map((a) => Number(a.started_at));
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    expect(Math.min(...gaps), `gaps ${gaps.join(', ')} ms`).toBeGreaterThanOrEqual(900);
     // The trial's success closed the breaker; each delivery spent one attempt (the failed one waits for its retry).
     const breakers = await h.tdb.db.selectFrom('endpoint_breakers').select(['state']).execute();
     expect(breakers.map((b) => b.state)).toEqual(['closed']);
