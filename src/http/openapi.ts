@@ -147,7 +147,7 @@ export function buildOpenApi(version: string): Json {
       '/mcp': {
         post: {
           summary: 'Model Context Protocol (Streamable HTTP, stateless): a JSON-RPC message such as tools/list or tools/call; each tool is one route of this API called with your key (docs/mcp.md)',
-          description: 'Send Accept: application/json, text/event-stream (without it: 406). Tools: quote_launch, create_launch, get_launch, list_launches, list_launch_events, get_funding, send_test_webhook, list_webhook_endpoints, create_webhook_endpoint; tools/list gives their input schemas.',
+          description: 'Send Accept: application/json, text/event-stream (without it: 406). Tools: quote_launch, create_launch, get_launch, list_launches, list_launch_events, get_fees, claim_fees, get_funding, send_test_webhook, list_webhook_endpoints, create_webhook_endpoint; tools/list gives their input schemas.',
           security: bearer,
           requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request (or a batch)', properties: { jsonrpc: { const: '2.0' }, id: {}, method: { type: 'string' }, params: { type: 'object' } } } } } },
           responses: { 200: { description: 'The JSON-RPC answer (application/json)' }, 406: { description: 'Accept does not name both application/json and text/event-stream' }, ...errors(401) },

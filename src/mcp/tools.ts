@@ -88,6 +88,24 @@ export const TOOLS: readonly ToolDefinition[] = [
     rest: (args) => ({ method: 'GET', path: `/api/launches/${seg(args.launchId)}/events${query(args, ['limit', 'offset'])}` }),
   },
   {
+    name: 'get_fees',
+    description: "A launch's creator fees, read from the chain: who a claim pays and what each source (a bonding curve's creator trading fee) holds (GET /api/launches/{id}/fees).",
+    inputSchema: { launchId: id('launch') },
+    annotations: read,
+    rest: (args) => ({ method: 'GET', path: `/api/launches/${seg(args.launchId)}/fees` }),
+  },
+  {
+    name: 'claim_fees',
+    description:
+      "Claim a launch's creator fees and pay them to its fee recipient (POST /api/launches/{id}/fees/claim). `idempotencyKey` is required: a retry with the same key answers the first claim instead of claiming again; nothing claimable answers empty lists.",
+    inputSchema: {
+      launchId: id('launch'),
+      idempotencyKey: z.string().min(1).max(255).describe('Idempotency-Key: the same key answers the first claim'),
+    },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    rest: (args) => ({ method: 'POST', path: `/api/launches/${seg(args.launchId)}/fees/claim`, headers: { 'idempotency-key': String(args.idempotencyKey) } }),
+  },
+  {
     name: 'get_funding',
     description: 'Your funding wallet: its address, balance, what is reserved for launches in flight, and the latest ledger entries (GET /api/funding).',
     inputSchema: {},

@@ -73,6 +73,12 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a bonding curve${needs(.
     expect(((await empty.json()) as any).claim).toEqual({ signatures: [], amounts: {} });
     expect(BigInt(await t.service.chain.getBalance(creator)) - BigInt(before)).toBe(onChain);
 
+    // The MCP tools call the same routes: claim_fees with a new key finds nothing, get_fees shows 0.
+    const mcp = async (name: string, args: Record<string, unknown>) =>
+      ((await (await t.request('/mcp', { method: 'POST', key, headers: { accept: 'application/json, text/event-stream' }, json: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } } })).json()) as any).result.structuredContent;
+    expect(await mcp('claim_fees', { launchId: id, idempotencyKey: 'agent-claim' })).toEqual({ claim: { signatures: [], amounts: {} } });
+    expect((await mcp('get_fees', { launchId: id })).fees.sources[0].claimable).toEqual({ [WSOL]: '0' });
+
     // The wallet paid the transaction's fee, and the ledger has it.
     const tx = await t.service.chain.history.getTransaction(claim.signatures[0]);
     expect(tx?.accountKeys[0]).toBe(wallet);

@@ -42,7 +42,7 @@ describe('the MCP server', () => {
     const key = await t.key('acme', ['launches:read', 'launches:write']);
     const client = await connectAs(key);
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['create_launch', 'create_webhook_endpoint', 'get_funding', 'get_launch', 'list_launch_events', 'list_launches', 'list_webhook_endpoints', 'quote_launch', 'send_test_webhook']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['claim_fees', 'create_launch', 'create_webhook_endpoint', 'get_fees', 'get_funding', 'get_launch', 'list_launch_events', 'list_launches', 'list_webhook_endpoints', 'quote_launch', 'send_test_webhook']);
     const create = tools.find((tool) => tool.name === 'create_launch')!;
     expect(create.inputSchema.required).toContain('idempotencyKey');
     expect(create.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true });
@@ -105,6 +105,8 @@ describe('the MCP server', () => {
       expect(launchArg(name).required).toEqual(expect.arrayContaining(['name', 'ticker', 'totalSupply', 'creator', 'webhookUrl', 'webhookSecret']));
       expect(launchArg(name).properties.tokenStandard.enum).toEqual(['spl-token', 'token-2022']);
       expect(launchArg(name).additionalProperties).toBe(false);
+      // Both pool kinds: the Raydium CPMM pool and the bonding curve.
+      expect(JSON.stringify(launchArg(name).properties.pool)).toContain('"bonding-curve"');
     }
     const test = tools.find((tool) => tool.name === 'send_test_webhook')!.inputSchema.properties as Record<string, any>;
     expect(test.body.required).toEqual(['webhookUrl', 'event']);
@@ -128,6 +130,10 @@ describe('the MCP server', () => {
       ['list_launch_events', { launchId: 'lch_nope' }, 'not_found', undefined],
       ['list_launch_events', { launchId: 'lch_nope', offset: -1 }, 'invalid_request', 'offset'],
       ['get_funding', { owner: 'globex' }, 'invalid_request', undefined],
+      ['get_fees', {}, 'invalid_request', 'launchId'],
+      ['get_fees', { launchId: 'lch_nope' }, 'not_found', undefined],
+      ['claim_fees', { launchId: 'lch_nope' }, 'invalid_request', 'idempotencyKey'],
+      ['claim_fees', { launchId: 'lch_nope', idempotencyKey: 'k' }, 'not_found', undefined],
       ['send_test_webhook', { body: { webhookUrl: 'ftp://x', event: 'launch.complete' } }, 'invalid_request', 'webhookUrl'],
       ['send_test_webhook', {}, 'invalid_request', 'body'],
       ['list_webhook_endpoints', { limit: 1000 }, 'invalid_request', 'limit'],
