@@ -36,6 +36,8 @@ describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
       // Short enough that the injected hangs stay quick, long enough for a busy machine's real requests.
       requestTimeoutMs: 1_500,
       pollIntervalMs: 10,
+      // Off unless a test turns it on: on a loaded machine a slow answer would add a hedged request to the counts below.
+      readHedgeMs: 0,
       ...overrides,
     });
 
@@ -92,14 +94,15 @@ describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
   });
 
   it.each(['429', 'rate_limited', '503', 'hang', 'lost_response'] as const)(
-    'sends the same bytes again at once after a passing %s on sendTransaction: no step failure, one signature',
+    'sends the same bytes again after a passing %s on sendTransaction (or sees them landed): no step failure, one signature',
     async (fault) => {
       const plan = samplePlan();
       const harness = new StepHarness(rpc, plan);
       double.inject(fault, 1, 'sendTransaction');
       const { outcome, errors } = await runWithRetries(harness, 'create_mint');
       expect(errors).toEqual([]);
-      expect(double.requests.filter((m) => m === 'sendTransaction').length).toBeGreaterThanOrEqual(2);
+      // A lost answer's transaction was acted on: its status may say so before a second send.
+      expect(double.requests.filter((m) => m === 'sendTransaction').length).toBeGreaterThanOrEqual(fault === 'lost_response' ? 1 : 2);
       expect(outcome.transactions[0]?.signature).toBe(harness.pending.create_mint?.create_mint?.signature);
       double.inject(fault, 1);
       await runWithRetries(harness, 'distribute_supply');
@@ -107,6 +110,46 @@ describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
       expect(back.mint.supply).toBe(plan.totalSupply * 10n ** 9n);
     },
   );
+
+  it('knows a send whose answer was lost went through from its signature status, without waiting out the send timeout', async () => {
+    // The send executes and its answer never comes: the step is done once the status shows it, not after 10 s.
+    const patient = connect({ requestTimeoutMs: 10_000 });
+    try {
+      const plan = samplePlan();
+      const harness = new StepHarness(patient, plan);
+      double.inject('lost_response', 1, 'sendTransaction');
+      const started = Date.now();
+      const outcome = await harness.run('create_mint');
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // One send: the status answered before a second was due.
+      expect(double.requests.filter((m) => m === 'sendTransaction')).toHaveLength(1);
+      expect(outcome.transactions[0]?.signature).toBe(harness.pending.create_mint?.create_mint?.signature);
+      expect(await patient.getSignatureStatus(outcome.transactions[0]?.signature ?? '')).toMatchObject({ err: null });
+      expect((await readMintBack(patient, outcome.result.mint as string)).owner.equals(TOKEN_2022_PROGRAM_ID)).toBe(true);
+    } finally {
+      await patient.close();
+    }
+  });
+
+  it('sends the same bytes again beside a send that hangs unheard, and the first answer wins', async () => {
+    // The first send never reaches the chain and never answers: the same bytes go out again at the
+    // rebroadcast interval, land, and the step is done long before the first send's timeout.
+    const patient = connect({ requestTimeoutMs: 10_000, rebroadcastIntervalMs: 500 });
+    try {
+      const plan = samplePlan();
+      const harness = new StepHarness(patient, plan);
+      double.inject('hang', 1, 'sendTransaction');
+      const started = Date.now();
+      const outcome = await harness.run('create_mint');
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(double.requests.filter((m) => m === 'sendTransaction')).toHaveLength(2);
+      expect(outcome.transactions[0]?.signature).toBe(harness.pending.create_mint?.create_mint?.signature);
+      await harness.run('distribute_supply');
+      expect((await readMintBack(patient, outcome.result.mint as string)).mint.supply).toBe(plan.totalSupply * 10n ** 9n);
+    } finally {
+      await patient.close();
+    }
+  });
 
   it('turns an injected blockhash_not_found on sendTransaction into a TransientError (blockhash_expired) and succeeds when retried', async () => {
     const plan = samplePlan();
@@ -208,6 +251,24 @@ describe('RPC backend against a LiteSVM-backed JSON-RPC endpoint', () => {
       expect(double.requests.slice(-2)).toEqual(['getBlockHeight', 'getBlockHeight']);
     } finally {
       await quick.close();
+    }
+  });
+
+  it('sends a read unanswered after the hedge delay once more beside it, and takes the first answer', async () => {
+    const hedging = connect({ readTimeoutMs: 5_000, readHedgeMs: 200 });
+    try {
+      const owner = Keypair.generate().publicKey;
+      await node.airdrop(owner, BigInt(LAMPORTS_PER_SOL));
+      double.inject('lost_response', 1, 'getBalance');
+      const before = double.requests.length;
+      const started = Date.now();
+      // The first request is answered never; the second, 200 ms later, is, long before the 5 s timeout.
+      expect(await hedging.getBalance(owner)).toBe(LAMPORTS_PER_SOL);
+      expect(Date.now() - started).toBeLessThan(2_500);
+      expect(double.requests.slice(before)).toEqual(['getBalance', 'getBalance']);
+      expect(hedging.breakerState?.()).toEqual({ state: 'closed', failures: 0 });
+    } finally {
+      await hedging.close();
     }
   });
 });

@@ -23,10 +23,17 @@ export interface RpcBackendOptions {
   requestTimeoutMs?: number;
   /** Timeout of every other request, a short read (default 2 s). */
   readTimeoutMs?: number;
+  /** A short read unanswered this long is sent again beside the first (default 500 ms; 0: off). */
+  readHedgeMs?: number;
   /** First signature-status poll interval while confirming (default 500 ms); grows by half each poll up to 2 s. */
   pollIntervalMs?: number;
   /** How often the same signed bytes are sent again while a transaction is not seen (default 2 s). */
   rebroadcastIntervalMs?: number;
+  /**
+   * While a send is unanswered, how often its signature's status is read (default 1 s): a send whose
+   * answer is lost is known to have gone through from its status, not after the send timeout.
+   */
+  sendCheckIntervalMs?: number;
   /** Longest a confirmation may wait before it is a transient failure (default 90 s). */
   confirmTimeoutMs?: number;
   breaker?: RpcBreakerOptions;
@@ -35,6 +42,12 @@ export interface RpcBackendOptions {
 }
 
 const RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
+
+/** The transaction's first signature, its id: known before it is sent. */
+function signatureOf(bytes: Uint8Array): string {
+  const first = VersionedTransaction.deserialize(bytes).signatures[0];
+  return bs58.encode(first ?? new Uint8Array(64));
+}
 
 /**
  * Any Solana cluster through web3.js `Connection`, over one or more endpoints (docs/chain.md): reads
@@ -48,7 +61,8 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
   const firstPollMs = options.pollIntervalMs ?? 500;
   const rebroadcastMs = options.rebroadcastIntervalMs ?? 2000;
   const sendTries = options.readTries ?? 3;
-  const pool = createEndpointPool(options.rpcUrls, { requestTimeoutMs: options.requestTimeoutMs, readTimeoutMs: options.readTimeoutMs, breaker: options.breaker, readTries: options.readTries });
+  const sendCheckMs = options.sendCheckIntervalMs ?? 1000;
+  const pool = createEndpointPool(options.rpcUrls, { requestTimeoutMs: options.requestTimeoutMs, readTimeoutMs: options.readTimeoutMs, readHedgeMs: options.readHedgeMs, breaker: options.breaker, readTries: options.readTries });
   const read = pool.read;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   const lastProbe = new Map<string, EndpointHealth>();
@@ -72,8 +86,7 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
         const text = `${error.message}\n${(error.transactionError.logs ?? []).join('\n')}`;
         const failure = classifyTransactionFailure(text, error);
         if (failure) throw failure;
-        const first = VersionedTransaction.deserialize(bytes).signatures[0];
-        return bs58.encode(first ?? new Uint8Array(64));
+        return signatureOf(bytes);
       }
     });
 
@@ -82,7 +95,7 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
    * sent), so a transport fault on every endpoint (a 503, a lost answer, a short 429) is tried again
    * here, as a read is, instead of failing the step into its backoff.
    */
-  const send = async (bytes: Uint8Array, preflight: boolean): Promise<string> => {
+  const sendWithTries = async (bytes: Uint8Array, preflight: boolean): Promise<string> => {
     for (let attempt = 1; ; attempt++) {
       try {
         return await sendOnce(bytes, preflight);
@@ -92,6 +105,52 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
         if (error.code !== 'rpc_timeout' && error.code !== 'rpc_rate_limited') await sleep(250 * attempt);
       }
     }
+  };
+
+  /**
+   * A send that does not wait out a lost answer (docs/chain.md). The signature is known before
+   * sending, so while no send has answered, its status is read every `sendCheckMs`: seen (landed,
+   * or executed and failed, which the confirmation reports) means the bytes went through, and the
+   * send is done. From `rebroadcastMs` on without an answer or a status, the same bytes go out again
+   * beside the first (with the same preflight: a transaction already processed is answered as
+   * sent); the first answer wins. A send still unanswered runs on to its own timeout unheard.
+   */
+  const send = (bytes: Uint8Array, preflight: boolean): Promise<string> => {
+    const signature = signatureOf(bytes);
+    return new Promise<string>((resolve, reject) => {
+      let done = false;
+      let timer: NodeJS.Timeout | undefined;
+      let sentAt = options.clock.now();
+      const finish = (settle: () => void) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        settle();
+      };
+      const check = async () => {
+        // A status read that fails is unknown this time: asked again at the next check.
+        const status = await getSignatureStatus(signature).catch(() => undefined);
+        if (done) return;
+        if (status) {
+          logger.debug({ signature }, 'send unanswered, but its transaction is seen');
+          return finish(() => resolve(signature));
+        }
+        if (options.clock.now() - sentAt >= rebroadcastMs) {
+          sentAt = options.clock.now();
+          logger.debug({ signature }, 'send unanswered and its transaction not seen; the same bytes again');
+          sendOnce(bytes, preflight).then(
+            (answered) => finish(() => resolve(answered)),
+            (error: unknown) => logger.debug({ signature, err: error }, 'a second send of unanswered bytes failed'),
+          );
+        }
+        timer = setTimeout(() => void check(), sendCheckMs);
+      };
+      timer = setTimeout(() => void check(), sendCheckMs);
+      sendWithTries(bytes, preflight).then(
+        (answered) => finish(() => resolve(answered)),
+        (error: unknown) => finish(() => reject(error)),
+      );
+    });
   };
 
   /** A read during confirmation whose transport failed: unknown this time, asked again at the next poll. */
@@ -169,7 +228,9 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
         if (options.clock.now() > deadline) {
           throw new TransientError('confirm_timeout', `transaction ${signature} not ${commitment} in time`);
         }
-        await sleep(pollMs);
+        // Not seen yet: the next look is no later than the next rebroadcast is due.
+        const untilRebroadcast = confirm.rebroadcast && status === null ? Math.max(50, sentAt + rebroadcastMs - options.clock.now()) : Infinity;
+        await sleep(Math.min(pollMs, untilRebroadcast));
         pollMs = Math.min(2000, Math.round(pollMs * 1.5));
       }
     },

@@ -29,6 +29,12 @@ export interface EndpointPoolOptions {
   requestTimeoutMs?: number;
   /** Timeout of every other method, a short read (default 2 s): a lost answer is given up quickly and the read tried again. */
   readTimeoutMs?: number;
+  /**
+   * A short read unanswered this long is sent once more beside the first (default 500 ms; 0 turns
+   * it off); the first good answer wins and the other request is cut. A read is idempotent, so a
+   * lost or slow answer costs this delay instead of the read timeout.
+   */
+  readHedgeMs?: number;
   breaker?: RpcBreakerOptions;
   /**
    * Tries of a read across the endpoints before its failure surfaces (default 3). A read is
@@ -76,6 +82,7 @@ export function parseRpcUrls(value: string): string[] {
 export function createEndpointPool(urls: readonly string[], options: EndpointPoolOptions = {}): EndpointPool {
   if (urls.length === 0) throw new Error('no RPC endpoint');
   const timeouts = { slow: options.requestTimeoutMs ?? 10_000, read: options.readTimeoutMs ?? 2000 };
+  const hedgeMs = options.readHedgeMs ?? 500;
   const tries = options.readTries ?? 3;
   const pauseMs = options.retryPauseMs ?? 250;
   const inlineRetryAfter = options.maxInlineRetryAfterMs ?? 2000;
@@ -83,7 +90,7 @@ export function createEndpointPool(urls: readonly string[], options: EndpointPoo
   const now = options.now ?? Date.now;
   const endpoints: RpcEndpoint[] = urls.map((url) => ({
     host: new URL(url).host,
-    connection: new Connection(url, { commitment: 'confirmed', disableRetryOnRateLimit: true, fetch: timedFetch({ timeouts, inlineRetryAfter, now, sleep }) }),
+    connection: new Connection(url, { commitment: 'confirmed', disableRetryOnRateLimit: true, fetch: timedFetch({ timeouts, hedgeMs, inlineRetryAfter, now, sleep }) }),
     breaker: createRpcBreaker(options.breaker),
   }));
   const usable = () => {
@@ -145,18 +152,23 @@ export function createEndpointPool(urls: readonly string[], options: EndpointPoo
  * web3.js's fetch for one endpoint, with a timeout by JSON-RPC method (short for reads, long for
  * the {@link SLOW_METHODS}) and the endpoint's rate limits by method, as providers set them: after
  * a 429 every request of that method waits out its `Retry-After` (1 s without one) before it goes
- * (one over `inlineRetryAfter` fails at once as rate limited, so the step waits instead). A 429 or
- * 503 naming a `Retry-After` becomes an {@link RpcHttpError}: web3.js would word it without its headers.
+ * (one over `inlineRetryAfter` fails at once as rate limited, so the step waits instead). A short
+ * read unanswered after `hedgeMs` is hedged ({@link hedgedFetch}). A 429 or 503 naming a
+ * `Retry-After` becomes an {@link RpcHttpError}: web3.js would word it without its headers.
  */
-function timedFetch(options: { timeouts: { slow: number; read: number }; inlineRetryAfter: number; now: () => number; sleep: (ms: number) => Promise<void> }): FetchFn {
+function timedFetch(options: { timeouts: { slow: number; read: number }; hedgeMs: number; inlineRetryAfter: number; now: () => number; sleep: (ms: number) => Promise<void> }): FetchFn {
   const coolUntil = new Map<string, number>();
   return (async (input: string, init?: RequestInit) => {
     const method = methodOf(init?.body);
     const cooling = (coolUntil.get(method) ?? 0) - options.now();
     if (cooling > options.inlineRetryAfter) throw new RpcHttpError(429, 'Too Many Requests', cooling);
     if (cooling > 0) await options.sleep(cooling);
-    const timeoutMs = SLOW_METHODS.has(method) ? options.timeouts.slow : options.timeouts.read;
-    const res = await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    const slow = SLOW_METHODS.has(method);
+    const timeoutMs = slow ? options.timeouts.slow : options.timeouts.read;
+    const hedge = !slow && options.hedgeMs > 0 && options.hedgeMs < timeoutMs;
+    const res = hedge
+      ? await hedgedFetch(input, init, timeoutMs, options.hedgeMs, () => (coolUntil.get(method) ?? 0) <= options.now())
+      : await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
     const limited = res.status === 429;
     const retryAfterMs = limited || res.status === 503 ? parseRetryAfter(res.headers.get('retry-after') ?? undefined, Date.now()) : undefined;
     if (limited) coolUntil.set(method, Math.max(coolUntil.get(method) ?? 0, options.now() + (retryAfterMs ?? DEFAULT_RATE_LIMIT_MS)));
@@ -164,6 +176,62 @@ function timedFetch(options: { timeouts: { slow: number; read: number }; inlineR
     await res.body?.cancel();
     throw new RpcHttpError(res.status, res.statusText || (STATUS_CODES[res.status] ?? ''), retryAfterMs);
   }) as unknown as FetchFn;
+}
+
+/**
+ * A hedged read: the request, and after `hedgeMs` without an answer (and while `mayHedge()`, i.e.
+ * the method is not rate limited) the same request again; the first 2xx answer wins and the other
+ * request is aborted. An answer that is not 2xx waits for the other request, and is returned when
+ * that one fails too; both share the read timeout from the first send.
+ */
+function hedgedFetch(input: string, init: RequestInit | undefined, timeoutMs: number, hedgeMs: number, mayHedge: () => boolean): Promise<Response> {
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const controllers: AbortController[] = [];
+  return new Promise<Response>((resolve, reject) => {
+    let out = 0;
+    let done = false;
+    let held: { res: Response; controller: AbortController } | undefined;
+    let failure: unknown;
+    const finish = (winner: AbortController | undefined, settle: () => void) => {
+      done = true;
+      clearTimeout(timer);
+      for (const c of controllers) if (c !== winner) c.abort();
+      settle();
+    };
+    const settled = () => {
+      if (done || out > 0) return;
+      // The held answer's own request is not aborted: its body is still to be read.
+      if (held) finish(held.controller, () => resolve(held!.res));
+      else finish(undefined, () => reject(failure));
+    };
+    const send = () => {
+      const controller = new AbortController();
+      controllers.push(controller);
+      out += 1;
+      fetch(input, { ...init, signal: AbortSignal.any([deadline, controller.signal]) }).then(
+        (res) => {
+          out -= 1;
+          if (done) return void res.body?.cancel().catch(() => undefined);
+          if (res.ok) {
+            void held?.res.body?.cancel().catch(() => undefined);
+            return finish(controller, () => resolve(res));
+          }
+          if (held) void res.body?.cancel().catch(() => undefined);
+          else held = { res, controller };
+          settled();
+        },
+        (error: unknown) => {
+          out -= 1;
+          failure ??= error;
+          settled();
+        },
+      );
+    };
+    const timer = setTimeout(() => {
+      if (!done && mayHedge()) send();
+    }, hedgeMs);
+    send();
+  });
 }
 
 /** The JSON-RPC method of a request body (web3.js sends one call per request, or a batch of one kind). */
