@@ -2,8 +2,7 @@ import type { FC } from 'hono/jsx';
 import { effectiveBounds, readBoundOverrides, type BoundOverrides } from '../bounds/ownerBounds.js';
 import type { OwnerLimits } from '../config/config.js';
 import type { Db } from '../db/database.js';
-import type { FundingEntryRow } from '../db/schema.js';
-import { listEntries, reservedLamports } from '../funding/ledger.js';
+import { listEntries, reservedLamports, type LedgerEntry } from '../funding/ledger.js';
 import { limitsOf, type FundingLimits } from '../funding/limits.js';
 import { formatSol } from '../funding/sol.js';
 import { Address, Badge, time } from './layout.js';
@@ -24,7 +23,7 @@ export interface FundingCard {
   /** The owner bounds that hold for the owner, and which of them an admin overrode. */
   bounds: OwnerLimits;
   overrides: BoundOverrides;
-  entries: FundingEntryRow[];
+  entries: LedgerEntry[];
 }
 
 export interface FundingPageData {
@@ -142,7 +141,7 @@ const Card: FC<{ card: FundingCard; cluster: string }> = ({ card, cluster }) => 
                   <Badge value={e.kind} />
                 </td>
                 <td>
-                  <Sol lamports={Number(e.lamports)} />
+                  <Sol lamports={BigInt(e.lamports)} />
                 </td>
                 <td>{e.launch_id === null ? '—' : <a href={`/dashboard/launches/${encodeURIComponent(e.launch_id)}`} class="mono">{e.launch_id}</a>}</td>
                 <td>

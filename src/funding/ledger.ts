@@ -111,18 +111,28 @@ export async function dayUsage(db: DbOrTx, owner: string, dayStart: number): Pro
   return { lamports: num(row.rows[0]?.lamports), launches: num(row.rows[0]?.launches) };
 }
 
+/** A ledger entry as read for display: its amounts exact, as decimal text (a JS number rounds from 2^53 on). */
+export type LedgerEntry = Omit<FundingEntryRow, 'lamports' | 'fee_lamports'> & { lamports: string; fee_lamports: string | null };
+
 /** A page of the owner's ledger, newest first, with the total. */
-export async function listEntries(db: DbOrTx, owner: string, page: { limit: number; offset: number }): Promise<{ rows: FundingEntryRow[]; total: number }> {
+export async function listEntries(db: DbOrTx, owner: string, page: { limit: number; offset: number }): Promise<{ rows: LedgerEntry[]; total: number }> {
   const base = db.selectFrom('funding_ledger').where('owner', '=', owner);
   const [rows, count] = await Promise.all([
-    base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+    base
+      .select(['id', 'owner', 'launch_id', 'kind', 'signature', 'idempotency_key', 'request_hash', 'details', 'created_at'])
+      .select([sql<string>`cast(lamports as text)`.as('lamports'), sql<string | null>`cast(fee_lamports as text)`.as('fee_lamports')])
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: num(count.n) };
 }
 
 /** An entry as the API shows it (docs/api.md, "Funding"): amounts as decimal strings. */
-export function presentEntry(row: FundingEntryRow): Record<string, unknown> {
+export function presentEntry(row: LedgerEntry | FundingEntryRow): Record<string, unknown> {
   return {
     id: row.id,
     launchId: row.launch_id,

@@ -155,4 +155,16 @@ describe('exact lamports', () => {
     const tooBig = await t.request('/api/funding/acme/limits', { method: 'PUT', key: admin, json: { maxLamportsPerDay: '9223372036854775808' } });
     expect(tooBig.status).toBe(400);
   });
+
+  it('returns ledger amounts above 2^53 exactly, in the ledger and the funding summary', async () => {
+    t = await startTestService();
+    const acme = await t.key('acme', ['launches:read']);
+    const lamports = 9007199254740993n;
+    const fee = 9007199254740995n;
+    await insertEntry(t.service.db, { owner: 'acme', kind: 'withdraw', lamports, feeLamports: fee, signature: '4'.repeat(64), now: Date.now() });
+    const entries = ((await (await t.request('/api/funding/ledger', { key: acme })).json()) as { entries: Array<{ lamports: string; feeLamports: string }> }).entries;
+    expect(entries.map((e) => [e.lamports, e.feeLamports])).toEqual([[String(lamports), String(fee)]]);
+    const recent = ((await (await t.request('/api/funding', { key: acme })).json()) as { funding: { ledger: Array<{ lamports: string }> } }).funding.ledger;
+    expect(recent.map((e) => e.lamports)).toEqual([String(lamports)]);
+  });
 });
