@@ -8,7 +8,7 @@ import { currentTraceparent } from '../lib/tracing.js';
 import { endpointKey } from './endpointKey.js';
 import { filterMatches } from './endpoints/filters.js';
 import type { DeliveryOffer } from './sql/claimWork.js';
-import type { DeliveryContext } from './sql/deliveryQueries.js';
+import { contextOf, type ContextRow } from './dispatch/deliveryContext.js';
 
 /** The webhook envelope (docs/events.md). Its serialized form is the body of every attempt. */
 export interface WebhookEnvelope<T = unknown> {
@@ -181,23 +181,31 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
   const rows: NewDelivery[] = [];
   recorded.forEach(({ envelope, deliveryId }, i) => {
     const eventRow = eventRows[i]!;
-    const offer = (row: NewDelivery, secrets: Pick<DeliveryContext, 'secretSealed' | 'endpointId' | 'scheme' | 'previousSecretSealed' | 'previousSecretExpiresAt' | 'rateLimitPerSecond' | 'ordered'>): void => {
-      handoff?.offers.push({
+    /** Hands the delivery over with its context, made from the rows just written as the claim makes it from the table's. */
+    const offer = (row: NewDelivery, secrets: Pick<ContextRow, 'webhook_secret_enc' | 'secret_enc' | 'signature_scheme' | 'previous_secret_enc' | 'previous_secret_expires_at'>): void => {
+      const ctx = contextOf({
         id: row.id,
-        launchId: target.launchId,
-        eventId: envelope.id,
-        url: row.url,
-        host: row.host,
-        endpoint: row.endpoint,
-        ctx: { deliveryId: row.id, launchId: target.launchId, owner: target.owner, eventId: envelope.id, event: envelope.event, sequence: envelope.sequence, body: eventRow.body, requestId: eventRow.request_id, ...(traceParent === null ? {} : { traceParent }), ...secrets },
+        launch_id: target.launchId,
+        endpoint_id: row.endpoint_id ?? null,
+        owner: target.owner,
+        event_id: envelope.id,
+        event: envelope.event,
+        sequence: envelope.sequence,
+        body: eventRow.body,
+        request_id: eventRow.request_id,
+        rate_limit_per_second: null,
+        ordering: null,
+        trace_parent: traceParent,
+        ...secrets,
       });
+      if (ctx) handoff?.offers.push({ id: row.id, launchId: target.launchId, eventId: envelope.id, url: row.url, host: row.host, endpoint: row.endpoint, ctx });
     };
     const own = deliveryRow(deliveryId, now, envelope.id, target.launchId, target.owner, target.webhookUrl, null);
     rows.push(own);
     if (target.webhookSecretSealed === undefined) {
       if (handoff) handoff.complete = false;
     } else {
-      offer(own, { secretSealed: target.webhookSecretSealed, endpointId: null, scheme: 'service', previousSecretSealed: null, previousSecretExpiresAt: null, rateLimitPerSecond: null, ordered: false });
+      offer(own, { webhook_secret_enc: target.webhookSecretSealed, secret_enc: null, signature_scheme: null, previous_secret_enc: null, previous_secret_expires_at: null });
     }
     for (const endpoint of endpoints) {
       if (!filterMatches(endpoint.events, envelope.event)) continue;
@@ -209,15 +217,7 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
         if (handoff) handoff.complete = false;
         continue;
       }
-      offer(row, {
-        secretSealed: endpoint.secret_enc,
-        endpointId: endpoint.id,
-        scheme: endpoint.signature_scheme,
-        previousSecretSealed: endpoint.previous_secret_enc,
-        previousSecretExpiresAt: endpoint.previous_secret_expires_at === null ? null : Number(endpoint.previous_secret_expires_at),
-        rateLimitPerSecond: null,
-        ordered: false,
-      });
+      offer(row, { webhook_secret_enc: null, secret_enc: endpoint.secret_enc, signature_scheme: endpoint.signature_scheme, previous_secret_enc: endpoint.previous_secret_enc, previous_secret_expires_at: endpoint.previous_secret_expires_at });
     }
   });
   await insertRows(trx, insertDeliveriesStatement, rows);

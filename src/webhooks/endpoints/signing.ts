@@ -1,5 +1,5 @@
 import type { SecretBox } from '../../crypto/secretBox.js';
-import type { DeliveryContext } from '../sql/deliveryQueries.js';
+import type { DeliveryContext } from '../dispatch/deliveryContext.js';
 
 /**
  * The secrets one attempt is signed with, newest first: the current one, plus the previous one

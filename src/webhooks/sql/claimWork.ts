@@ -1,7 +1,8 @@
 import type { DbOrTx } from '../../db/database.js';
 import { isPostgres } from '../../db/dialect.js';
 import { claimDueDeliveries, claimWithFunctionPg, type ClaimArgs, type ClaimedRowPg } from './claimDeliveries.js';
-import { contextOf, loadDeliveryContexts, type DeliveryContext } from './deliveryQueries.js';
+import { contextOf, type DeliveryContext } from '../dispatch/deliveryContext.js';
+import { loadDeliveryContexts } from './deliveryQueries.js';
 
 /** A claimed delivery with everything its attempt needs: no further read before it is sent. */
 export interface ClaimedDelivery {

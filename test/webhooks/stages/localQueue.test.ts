@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { createLocalQueue, type HeldDelivery } from '../../../src/webhooks/dispatch/localQueue.js';
+import type { ClaimedDelivery } from '../../../src/webhooks/sql/claimWork.js';
+
+let n = 0;
+/** A delivery as the claim returns it (only the fields the queue reads matter). */
+function item(host: string, owner: string, over: Partial<ClaimedDelivery> = {}): ClaimedDelivery {
+  n += 1;
+  return {
+    id: `dlv_${n}`,
+    launchId: 'lch_1',
+    eventId: `evt_${n}`,
+    url: `http://${host}/hook`,
+    host,
+    endpoint: `http://${host}/hook`,
+    attempt: 1,
+    token: 1,
+    leaseExpiresAt: 60_000,
+    ctx: { owner } as ClaimedDelivery['ctx'],
+    ...over,
+  };
+}
+
+describe('local queue (dispatch/localQueue.ts)', () => {
+  const options = { maxInFlight: 4, maxInFlightPerHost: 2, perOwnerCap: 3, lookahead: 1, capOf: () => 2 };
+
+  it('sends in claim order within the global, host and owner caps, and a freed slot takes the next that fits', () => {
+    const q = createLocalQueue(options);
+    const items = [item('a', 'o1'), item('a', 'o1'), item('a', 'o2'), item('b', 'o1'), item('c', 'o1'), item('d', 'o2')].map((i) => q.hold(i, false, 0));
+    const sent: HeldDelivery[] = [];
+    for (let next = q.next(); next; next = q.next()) {
+      q.began(next);
+      sent.push(next);
+    }
+    // host a is full after two; owner o1 is full after three (a, a, b); c waits for o1; d (o2) fits; then the global cap (4).
+    expect(sent.map((i) => i.id)).toEqual([items[0]!.id, items[1]!.id, items[3]!.id, items[5]!.id]);
+    expect([q.sending(), q.queued(), q.held()]).toEqual([4, 2, 6]);
+    q.ended(items[0]!); // frees host a and owner o1: the head that fits now is the third (a, o2)
+    expect(q.next()?.id).toBe(items[2]!.id);
+  });
+
+  it('sends a trial at once: held, never queued', () => {
+    const q = createLocalQueue(options);
+    q.hold(item('a', 'o1'), true, 0);
+    expect([q.held(), q.queued()]).toEqual([1, 0]);
+    expect(q.next()).toBeUndefined();
+  });
+
+  it('keeps a newer claim of the same delivery held when the older item is released', () => {
+    const q = createLocalQueue(options);
+    const row = item('a', 'o1');
+    const old = q.hold(row, false, 0);
+    const newer = q.hold(row, false, 5);
+    old.finish();
+    expect(q.heldItems()).toEqual([newer]);
+    newer.finish();
+    expect(q.held()).toBe(0);
+  });
+
+  it('reports a cap reached by what it holds (a claim cut short there must run again), per host, endpoint and owner', () => {
+    const q = createLocalQueue({ ...options, maxInFlightPerHost: 10, perOwnerCap: 10, capOf: (e) => (e.includes('slow') ? 1 : 10) });
+    q.hold(item('a', 'o1'), false, 0);
+    expect(q.atSomeCap()).toBe(false);
+    q.hold(item('slow', 'o1'), false, 0);
+    expect(q.atSomeCap()).toBe(true);
+    const byOwner = createLocalQueue({ ...options, maxInFlightPerHost: 10, perOwnerCap: 1, capOf: () => 10 });
+    byOwner.hold(item('a', 'o1'), false, 0);
+    expect(byOwner.atSomeCap()).toBe(false); // owner cap 1 + lookahead 1
+    byOwner.hold(item('b', 'o1'), false, 0);
+    expect(byOwner.atSomeCap()).toBe(true);
+  });
+
+  it('counts held deliveries per owner without those being settled, and lists the leases that lapse within half a lease', () => {
+    const q = createLocalQueue(options);
+    const a = item('a', 'o1', { leaseExpiresAt: 10_000 });
+    const b = item('a', 'o1', { leaseExpiresAt: 40_000 });
+    const c = item('b', 'o2', { leaseExpiresAt: 100_000 });
+    for (const i of [a, b, c]) q.hold(i, false, 0);
+    expect(q.heldByOwner(new Set([a.id]))).toEqual(new Map([['o1', 1], ['o2', 1]]));
+    expect(q.lapsing(20_000, 30_000)).toEqual([a.id]);
+    expect(q.lapsing(30_000, 30_000)).toEqual([a.id, b.id]);
+    expect(q.takeQueued().length).toBe(3);
+    expect(q.queued()).toBe(0);
+  });
+
+  it('tells an attempt sent moments ago from one long out, and waits for what it holds up to a bound', async () => {
+    const q = createLocalQueue(options);
+    const i = q.hold(item('a', 'o1'), false, 0);
+    q.began(q.next()!);
+    expect(q.youngOut()).toBe(true);
+    await new Promise((r) => setTimeout(r, 15));
+    expect(q.youngOut()).toBe(false);
+    const pending = q.hold(item('b', 'o2'), false, 0);
+    i.finish();
+    expect(await q.settledWithin(20)).toBe(false);
+    setTimeout(() => pending.finish(), 5);
+    expect(await q.settledWithin(1_000)).toBe(true);
+  });
+});
