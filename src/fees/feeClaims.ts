@@ -65,7 +65,7 @@ const WSOL = NATIVE_MINT.toBase58();
  * first) by the next claim request of the launch. Done is one commit: the claim, `fees.claimed` per
  * source and the ledger's spend of what the wallet paid.
  */
-export function createFeeClaims(deps: FeeClaimsDeps) {
+export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
   const { db, clock, chain } = deps;
   const leaseMs = deps.leaseMs ?? 60_000;
   const worker = newId('fcw', 6);
@@ -241,7 +241,14 @@ export function createFeeClaims(deps: FeeClaimsDeps) {
     return { ...row, state: 'done', signatures: JSON.stringify(sent.map((s) => s.signature)), amounts: JSON.stringify(total) };
   }
 
-  return { read, claim };
+  /** The same use case with a test hook that runs after each claim transaction is recorded and before it is sent. */
+  const withBeforeSend = (beforeSend: NonNullable<FeeClaimsDeps['beforeSend']>) => createFeeClaims({ ...deps, beforeSend });
+
+  return { read, claim, withBeforeSend };
 }
 
-export type FeeClaims = ReturnType<typeof createFeeClaims>;
+export interface FeeClaims {
+  read: (owner: string, launchId: string) => Promise<{ recipient: string | null; sources: FeeSource[] }>;
+  claim: (owner: string, launchId: string, args: { idempotencyKey?: string | undefined; origin?: 'api' | 'auto' }) => Promise<ClaimOutcome>;
+  withBeforeSend: (beforeSend: NonNullable<FeeClaimsDeps['beforeSend']>) => FeeClaims;
+}

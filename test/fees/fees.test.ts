@@ -99,6 +99,44 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a bonding curve${needs(.
     expect(delivered.data).toMatchObject({ pool: pool.toBase58(), claimer: wallet, recipient: creator.toBase58(), amounts: { [WSOL]: onChain.toString() }, signature: claim.signatures[0], kind: 'creator', source: 'curve' });
   });
 
+  it('a claim interrupted after its transaction was recorded and before it was sent is finished by the next request with the same key: sent once, paid once', async () => {
+    const key = await t.key('acme3', ['launches:write', 'launches:read']);
+    const creator = Keypair.generate().publicKey;
+    const id = await t.createLaunch(key, curveBody({ creator: creator.toBase58() }, { graduationMarketCap: '4000' }));
+    const launch = await until('the launch to complete', 60_000, async () => {
+      const got = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch;
+      return got.status === 'complete' ? got : undefined;
+    });
+    const pool = new PublicKey(launch.results.pool.address);
+    const outside = outsideTrader(t.service.chain);
+    const trader = Keypair.generate();
+    await t.service.chain.requestAirdrop!(trader.publicKey, 10_000_000_000n);
+    await outside.buy(trader, pool, 2_000_000_000n);
+    const owed = (await outside.curve(pool)).creatorQuoteFee;
+    const before = BigInt(await t.service.chain.getBalance(creator));
+
+    // A process that dies between recording and sending: the same use case over the service's database and chain.
+    const dying = t.service.fees.withBeforeSend(() => {
+      throw new Error('killed before send');
+    });
+    await expect(dying.claim('acme3', id, { idempotencyKey: 'crash-1' })).rejects.toThrow();
+    const row = (await t.service.db.selectFrom('fee_claims' as never).selectAll().where('launch_id' as never, '=', id as never).executeTakeFirstOrThrow()) as any;
+    expect(row.state).toBe('running');
+    expect(JSON.parse(row.pending)).toHaveProperty([`curve:${pool.toBase58()}`]);
+    expect(BigInt(await t.service.chain.getBalance(creator))).toBe(before);
+
+    // The next request with the key resumes it: the recorded bytes go out, the creator is paid once.
+    const resumed = await t.request(`/api/launches/${id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'crash-1' } });
+    expect(resumed.status).toBe(200);
+    const claim = ((await resumed.json()) as any).claim;
+    expect(claim).toEqual({ signatures: [JSON.parse(row.pending)[`curve:${pool.toBase58()}`].signature], amounts: { [WSOL]: owed.toString() } });
+    expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(owed);
+    const again = await t.request(`/api/launches/${id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'crash-1' } });
+    expect(((await again.json()) as any).claim).toEqual(claim);
+    expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(owed);
+    expect(await t.service.db.selectFrom('outbox_events').select('id').where('launch_id', '=', id).where('event', '=', 'fees.claimed').execute()).toHaveLength(1);
+  });
+
   it('another owner gets 404 and bad input 400 naming the field, with nothing sent', async () => {
     const key = await t.key('acme2', ['launches:write', 'launches:read']);
     const other = await t.key('intruder', ['launches:write', 'launches:read']);
