@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Keypair } from '@solana/web3.js';
+import bs58 from 'bs58';
 import { sql } from 'kysely';
 import { createApiKey } from '../../src/auth/apiKeys.js';
 import { deriveLaunchKeys } from '../../src/chain/keys.js';
@@ -219,13 +220,28 @@ function replayableSteps(): { wrap(chain: StepRunner): StepRunner; replay: boole
     wrap: (chain: StepRunner): StepRunner => async (input) => {
       control.chain = chain;
       const recorded = control.replay ? last.get(input.step) : undefined;
-      if (recorded) return recorded;
+      if (recorded) return freshSignatures(recorded);
       const outcome = await chain(input);
       last.set(input.step, outcome);
       return outcome;
     },
   };
   return control;
+}
+
+/**
+ * A replayed outcome under signatures of its own: the funding ledger takes one entry per owner and
+ * transaction signature (migration 042), so a replay that repeated the recorded signatures was
+ * refused at its step's commit, and the launch never completed (the bench hung).
+ */
+function freshSignatures(outcome: StepOutcome): StepOutcome {
+  const renamed = new Map(outcome.transactions.map((t) => [t.signature, bs58.encode(randomBytes(64))]));
+  const rename = (signature: string) => renamed.get(signature) ?? bs58.encode(randomBytes(64));
+  return {
+    result: outcome.result,
+    transactions: outcome.transactions.map((t) => ({ type: t.type, signature: rename(t.signature) })),
+    ...(outcome.spent ? { spent: outcome.spent.map((s) => ({ signature: rename(s.signature), lamports: s.lamports })) } : {}),
+  };
 }
 
 type Rounds = Array<{ value: number; baseline: number }>;
