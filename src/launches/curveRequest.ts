@@ -1,4 +1,4 @@
-import { curveKit, decimalSolToLamports, graduationQuoteLamports } from '../chain/programs/dbc/curve.js';
+import { curveKit, curveLockedVesting, decimalSolToLamports, graduationQuoteLamports } from '../chain/programs/dbc/curve.js';
 import type { FieldError, LaunchRequest } from './request.js';
 
 /**
@@ -13,7 +13,7 @@ export async function curveRequestProblems(req: LaunchRequest): Promise<FieldErr
   const dbc = await curveKit();
   let threshold: bigint;
   try {
-    threshold = graduationQuoteLamports(dbc.curveConfigParameters({ tokenStandard: req.tokenStandard, decimals: req.decimals, totalSupply: req.totalSupply, pool }));
+    threshold = graduationQuoteLamports(dbc.curveConfigParameters({ tokenStandard: req.tokenStandard, decimals: req.decimals, totalSupply: req.totalSupply, pool, lockedVesting: curveLockedVesting(req) }));
   } catch (error) {
     return [{ field: 'pool', message: `cannot make a curve the Dynamic Bonding Curve program accepts: ${(error as Error).message}` }];
   }

@@ -91,10 +91,6 @@ function curveRequestRules(req: { pool?: unknown; allocations?: Record<string, n
       ctx.addIssue({ code: 'custom', path: ['allocations', kind], message: 'must be 0 on a bonding-curve launch: the curve mints the supply, so allocations may name only pool and vesting' });
     }
   }
-  const vesting = req.allocations?.vesting;
-  if ((typeof vesting === 'number' && vesting > 0) || req.vesting !== undefined) {
-    ctx.addIssue({ code: 'custom', path: ['vesting'], message: 'is not built yet for bonding-curve launches (locked vesting through the curve)' });
-  }
   if (req.dao !== undefined) {
     ctx.addIssue({ code: 'custom', path: ['dao'], message: 'is not built yet for bonding-curve launches' });
   }

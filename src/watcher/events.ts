@@ -45,7 +45,7 @@ export const poolProgress = (a: { pool: string; percent: number; quoteReserveLam
 });
 
 /** `pool.graduated`: the curve migrated to its DAMM v2 pool (the service's migration, or anyone's). */
-export const poolGraduated = (a: { pool: string; ammPool: string; positions: Array<{ address: string; nftMint: string; nftAccount: string; owner: string }>; signature: string; dammConfig: string; paidBy: string | null }) => ({ ...a });
+export const poolGraduated = (a: { pool: string; ammPool: string; positions: Array<{ address: string; nftMint: string; nftAccount: string; owner: string }>; signature: string; dammConfig: string; paidBy: string | null; vesting: { escrow: string; recipient: string; amount: string } | null }) => ({ ...a });
 
 /** `funding.deposit_received`: lamports the owner's funding wallet received in a transaction it did not pay for. */
 export const depositReceived = (a: { address: string; lamports: bigint | number; signature: string; balanceLamports: bigint | number }) => ({
@@ -101,7 +101,7 @@ export const WATCHER_SAMPLES = {
   'dao.proposal_failed': proposalOutcomeData({ realm: REALM, proposal: PROPOSAL, state: 'defeated', yesVotes: '11000000', noVotes: '52000000' }),
   'fees.claimed': feesClaimed({ pool: POOL, claimer: BENEFICIARY, amounts: { [MINT]: '1250000', [WSOL]: '3100' }, signature: SIG, kind: 'creator' }),
   'pool.progress': poolProgress({ pool: POOL, percent: 50, quoteReserveLamports: 40_125_000_000n, thresholdLamports: 80_000_000_000n }),
-  'pool.graduated': poolGraduated({ pool: POOL, ammPool: AMM_POOL, positions: [{ address: POSITION, nftMint: POSITION_NFT, nftAccount: POSITION_NFT_ACCOUNT, owner: WALLET }], signature: SIG, dammConfig: DAMM_CONFIG, paidBy: WALLET }),
+  'pool.graduated': poolGraduated({ pool: POOL, ammPool: AMM_POOL, positions: [{ address: POSITION, nftMint: POSITION_NFT, nftAccount: POSITION_NFT_ACCOUNT, owner: WALLET }], signature: SIG, dammConfig: DAMM_CONFIG, paidBy: WALLET, vesting: null }),
   'funding.deposit_received': depositReceived({ address: WALLET, lamports: 2_000_000_000, signature: SIG, balanceLamports: 2_350_000_000 }),
   'funding.low_balance': lowBalance({ address: WALLET, balanceLamports: 90_000_000, thresholdLamports: 100_000_000 }),
   'funding.withdrawn': withdrawn({ address: WALLET, to: BENEFICIARY, lamports: 500_000_000, signature: SIG }),

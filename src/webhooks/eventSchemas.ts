@@ -80,6 +80,7 @@ export const EVENT_DATA_SCHEMAS = {
     signature: signature.describe('the migration transaction'),
     dammConfig: address.describe('the DAMM v2 config (fee tier) the pool was created with'),
     paidBy: address.nullable().describe("the wallet that paid the migration (the owner's funding wallet); null when someone else migrated the curve first"),
+    vesting: z.looseObject({ escrow: address.describe('the Jupiter Lock escrow DBC made'), recipient: address.describe('vesting.beneficiary'), amount: amount }).nullable().describe("the curve's locked vesting, or null without one"),
   }),
   'funding.deposit_received': z.looseObject({ address: address.describe("the owner's funding wallet"), lamports: amount.describe('lamports received'), signature, balanceLamports: amount.describe("the wallet's balance after the deposit") }),
   'funding.low_balance': z.looseObject({ address: address.describe("the owner's funding wallet"), balanceLamports: amount, thresholdLamports: amount.describe("the owner's lowBalanceLamports") }),

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { DAMM_V2_PROGRAM_ID, DEFAULT_PROGRAM_IDS } from '../../src/chain/programs/programIds.js';
 import { systemClock } from '../../src/lib/clock.js';
+import { decodeVestingEscrow } from '../../src/chain/programs/jupiterLock/escrowAccount.js';
+import { escrowTotal } from '../../src/watcher/decoders/jupiterLock.js';
 import { checkEnvelope } from '../../src/webhooks/eventSchemas.js';
 import { haveBinaries, needs, programsDir } from '../programs/support/binaries.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -108,6 +110,57 @@ describe.skipIf(!haveBinaries(...IDS))(`a bonding curve graduates to DAMM v2 by 
     const watch = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch.watches[0];
     await until('the curve watch to end', 20_000, async () => (((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch.watches[0].state === 'ended' ? true : undefined));
     expect(watch.kind).toBe('curve');
+  });
+});
+
+describe.skipIf(!haveBinaries(...IDS, DEFAULT_PROGRAM_IDS.vesting))(`a curve with locked vesting graduates with its escrow handed to the beneficiary${needs(...IDS, DEFAULT_PROGRAM_IDS.vesting)}`, () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService({ env: { CHAIN_PROGRAMS_DIR: programsDir ?? '', WATCH_POLL_INTERVAL: '200ms' } });
+    t.service.start();
+  });
+  afterAll(async () => t?.close());
+
+  it('create_locker, the escrow to vesting.beneficiary, then the migration: quoted, in the ledger, the escrow watched', async () => {
+    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const beneficiary = Keypair.generate().publicKey.toBase58();
+    const body = curveBody({ allocations: { pool: 90, vesting: 10 }, vesting: { beneficiary, cliffSeconds: 60, periodSeconds: 60, periods: 2 } });
+    const quote = ((await (await t.request('/api/launches/quote', { method: 'POST', key, json: body })).json()) as any).quote;
+    expect(quote.transactions).toBe(5);
+    expect(quote.accounts.map((a: any) => a.role)).toEqual(expect.arrayContaining(['vesting_escrow', 'vesting_escrow_token_account', 'amm_pool']));
+    const wallet = new PublicKey(((await (await t.request('/api/funding', { key })).json()) as any).funding.address as string);
+    const before = await t.service.chain.getBalance(wallet);
+    const id = await t.createLaunch(key, body);
+    const launch = await until('the launch to complete', 60_000, async () => {
+      const got = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch;
+      return got.status === 'complete' || got.status === 'failed' ? got : undefined;
+    });
+    expect(launch.error).toBeNull();
+    const pool = new PublicKey(launch.results.pool.address);
+    const trader = Keypair.generate();
+    await t.service.chain.requestAirdrop!(trader.publicKey, 100_000_000_000n);
+    const outside = outsideTrader(t.service.chain);
+    for (let i = 0; i < 12 && (await outside.curve(pool)).migrationProgress === 0; i += 1) await outside.buy(trader, pool, 10_000_000_000n + BigInt(i));
+    expect((await outside.curve(pool)).migrationProgress).toBe(1); // locked vesting: create_locker comes first
+
+    const graduation = await until('the graduation', 60_000, async () => {
+      const got = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch;
+      return got.graduation.state === 'done' ? got : undefined;
+    });
+    const event = await t.service.db.selectFrom('outbox_events').select('body').where('launch_id', '=', id).where('event', '=', 'pool.graduated').executeTakeFirstOrThrow();
+    const data = JSON.parse(event.body).data;
+    expect(data.vesting).toMatchObject({ recipient: beneficiary, amount: (100_000_000n * 10n ** 9n).toString() });
+    const escrow = decodeVestingEscrow((await t.service.chain.getAccountInfo(new PublicKey(data.vesting.escrow)))!.data);
+    expect(escrow.recipient.toBase58()).toBe(beneficiary);
+    expect(escrowTotal(escrow)).toBe(100_000_000n * 10n ** 9n);
+    expect(graduation.watches.map((w: any) => w.kind).sort()).toEqual(['curve', 'vesting']);
+    expect(graduation.watches.find((w: any) => w.kind === 'vesting').address).toBe(data.vesting.escrow);
+    // Three graduation transactions, each a spend of the wallet's; the quote within 10 % of everything spent.
+    const spends = await t.service.db.selectFrom('funding_ledger').select('signature').where('launch_id', '=', id).where('kind', '=', 'spend').execute();
+    expect(spends.length).toBe(5);
+    const spent = before - (await t.service.chain.getBalance(wallet));
+    if (process.env.CURVE_COSTS) console.log({ spent, quoted: Number(quote.totalLamports) });
+    expect(Math.abs(spent - Number(quote.totalLamports)) / spent).toBeLessThan(0.1);
   });
 });
 

@@ -31,15 +31,15 @@ describe('the graduation record (curve_migrations)', () => {
     expect(a.length + b.length).toBe(1);
     const first = [...a, ...b][0]!;
     expect(await claimDueMigrations(t.db, { owner: 'c', now: Date.now(), leaseMs: 60_000, limit: 4 })).toEqual([]);
-    await recordMigrationPending(t.db, first, PENDING, Date.now());
+    await recordMigrationPending(t.db, first, { migration_damm_v2: PENDING }, Date.now());
 
     // Its lease expires (the database's clock on PostgreSQL): another job takes it over, with the recorded transaction.
     await sleep(400);
     const [second] = await claimDueMigrations(t.db, { owner: 'c', now: Date.now(), leaseMs: 60_000, limit: 4 });
     expect(second).toBeDefined();
     expect(Number(second!.fence)).toBe(Number(first.fence) + 1);
-    expect(pendingOf(second!)).toEqual(PENDING);
-    await expect(recordMigrationPending(t.db, first, { ...PENDING, signature: 'sig2' }, Date.now())).rejects.toBeInstanceOf(MigrationFencedError);
+    expect(pendingOf(second!)).toEqual({ migration_damm_v2: PENDING });
+    await expect(recordMigrationPending(t.db, first, { migration_damm_v2: { ...PENDING, signature: 'sig2' } }, Date.now())).rejects.toBeInstanceOf(MigrationFencedError);
     await expect(t.db.transaction().execute((trx) => completeMigration(trx, first, { signature: 'sig1', ammPool: 'Amm1', result: {}, now: Date.now() }))).rejects.toBeInstanceOf(MigrationFencedError);
 
     await t.db.transaction().execute((trx) => completeMigration(trx, second!, { signature: 'sig1', ammPool: 'Amm1', result: { positions: [{ address: 'Pos1' }] }, now: Date.now() }));

@@ -1,7 +1,7 @@
 import { PublicKey } from '@solana/web3.js';
 import { NonRetriableError } from '../../lib/retry.js';
 import { DBC_PROGRAM_ID, METAPLEX_TOKEN_METADATA_PROGRAM_ID } from '../programs/programIds.js';
-import { curveAddresses, curveKit, decimalSolToLamports, graduationQuoteLamports } from '../programs/dbc/curve.js';
+import { curveAddresses, curveKit, curveLockedVesting, decimalSolToLamports, graduationQuoteLamports } from '../programs/dbc/curve.js';
 import { curveLaunchCosts } from './curveCosts.js';
 import { planKey, requireProgram, sendOnce } from './support.js';
 import { curvePoolOf, type StepContext, type StepExecutor } from './types.js';
@@ -26,7 +26,7 @@ export const createCurve: StepExecutor = async (ctx) => {
   const dbc = await curveKit();
   let params;
   try {
-    params = dbc.curveConfigParameters({ tokenStandard: plan.tokenStandard, decimals: plan.decimals, totalSupply: plan.totalSupply, pool });
+    params = dbc.curveConfigParameters({ tokenStandard: plan.tokenStandard, decimals: plan.decimals, totalSupply: plan.totalSupply, pool, lockedVesting: curveLockedVesting(plan) });
   } catch (cause) {
     throw new NonRetriableError('invalid_configuration', `the curve cannot be built: ${(cause as Error).message}`, { cause });
   }

@@ -77,3 +77,17 @@ export function curveMigrationAccounts(): CurveAccount[] {
     { role: 'amm_position_nft_account', bytes: ACCOUNT_SIZE },
   ];
 }
+
+/** Jupiter Lock's escrow account (`VestingEscrow`, zero-copy). */
+const VESTING_ESCROW_SIZE = 296;
+
+/**
+ * With locked vesting the graduation first sends DBC's `create_locker` (the escrow and its token
+ * account) and then hands the escrow to the beneficiary: two more transactions of one signature.
+ */
+export function curveLockerAccounts(plan: Pick<LaunchPlan, 'tokenStandard'>): CurveAccount[] {
+  return [
+    { role: 'vesting_escrow', bytes: VESTING_ESCROW_SIZE },
+    { role: 'vesting_escrow_token_account', bytes: tokenAccountSize(plan.tokenStandard) },
+  ];
+}

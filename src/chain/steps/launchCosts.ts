@@ -10,7 +10,7 @@ import { splitSupply } from './allocations.js';
 import { createPoolFee } from './balance.js';
 import { GOVERNANCE_SIZES, tokenAccountSize } from './costs.js';
 import { solToLamports } from './support.js';
-import { CURVE_MIGRATION_SIGNATURES, curveAccounts, curveMigrationAccounts, curveOtherLamports } from './curveCosts.js';
+import { CURVE_MIGRATION_SIGNATURES, curveAccounts, curveLockerAccounts, curveMigrationAccounts, curveOtherLamports } from './curveCosts.js';
 import { cpmmPoolOf, curvePoolOf, type LaunchPlan, type StepName } from './types.js';
 
 /**
@@ -161,6 +161,10 @@ export async function planLaunchCosts(
           otherLamports: curveOtherLamports(plan) + firstBuy,
         });
         // The graduation: sent by the service when the curve is full, paid by the same wallet.
+        if (plan.vesting && plan.allocations.vesting > 0) {
+          costs.push({ step, accounts: await Promise.all(curveLockerAccounts(plan).map((a) => account(a.role, a.bytes))), signatures: 1, otherLamports: 0 });
+          costs.push({ step, accounts: [], signatures: 1, otherLamports: 0 });
+        }
         costs.push({ step, accounts: await Promise.all(curveMigrationAccounts().map((a) => account(a.role, a.bytes))), signatures: CURVE_MIGRATION_SIGNATURES, otherLamports: 0 });
         break;
       }

@@ -3,9 +3,14 @@ import type { ChainBackend } from '../../chain/backend.js';
 import { keypairFromSeed } from '../../chain/ed25519.js';
 import { deriveSeed } from '../../chain/keys.js';
 import { curveKit, type CurveMigration, type CurveState } from '../../chain/programs/dbc/curve.js';
-import { DAMM_V2_PROGRAM_ID } from '../../chain/programs/programIds.js';
+import { DAMM_V2_PROGRAM_ID, JUPITER_LOCK_PROGRAM_ID } from '../../chain/programs/programIds.js';
 import { sendIdempotent } from '../../chain/send.js';
-import type { StepContext } from '../../chain/steps/types.js';
+import type { PendingTx, StepContext } from '../../chain/steps/types.js';
+import { decodeVestingEscrow } from '../../chain/programs/jupiterLock/escrowAccount.js';
+import { updateVestingEscrowRecipientInstruction } from '../../chain/programs/jupiterLock/instructions.js';
+import { parseJson } from '../../lib/json.js';
+import { escrowTotal } from '../decoders/jupiterLock.js';
+import { insertWatches } from '../store.js';
 import type { Db } from '../../db/database.js';
 import type { Funding } from '../../funding/funding.js';
 import { insertEntry } from '../../funding/ledger.js';
@@ -37,6 +42,14 @@ export interface GraduatorOptions {
 
 /** The label of the migration's recorded transaction. */
 const LABEL = 'migration_damm_v2';
+/** How long a curve's vesting escrow is watched (WATCH_TTL's default). */
+const VESTING_WATCH_TTL_MS = 365 * 86_400_000;
+
+/** The request's `vesting.beneficiary`, if any. */
+function beneficiaryOf(request: string): PublicKey | undefined {
+  const beneficiary = parseJson<{ vesting?: { beneficiary?: unknown } }>(request, {}).vesting?.beneficiary;
+  return typeof beneficiary === 'string' ? new PublicKey(beneficiary) : undefined;
+}
 
 /**
  * The graduation job (docs/programs.md, "Graduation"): claims due graduations (`curve_migrations`)
@@ -112,33 +125,60 @@ export class Graduator {
     };
     const state = await readState();
     if (!state) throw new Error(`curve ${row.pool} does not exist on the chain`);
-    const launch = await db.selectFrom('launches').select(['id', 'owner', 'payer']).where('id', '=', row.launch_id).executeTakeFirst();
+    const launch = await db.selectFrom('launches').select(['id', 'owner', 'payer', 'request']).where('id', '=', row.launch_id).executeTakeFirst();
     if (!launch) throw new Error(`launch ${row.launch_id} is gone`);
     const payer = await this.payerOf(launch);
     const configInfo = await chain.getAccountInfo(state.config);
     if (!configInfo) throw new Error(`curve config ${state.config.toBase58()} does not exist on the chain`);
     const migration = await kit.buildMigrationInstructions({ pool, state, configData: configInfo.data, payer: payer.publicKey, firstNftMint: this.nftKey(row, 1).publicKey, secondNftMint: this.nftKey(row, 2).publicKey });
-    const recorded = pendingOf(row);
+    const pending: Record<string, PendingTx> = pendingOf(row);
 
-    if (!state.isMigrated && state.migrationProgress < 2) {
-      // Not full after all (a sell after the watcher's read): the watcher marks it due again when it fills.
+    if (!state.isMigrated && state.migrationProgress < 1) {
+      // Not full after all: the watcher marks it due again when it fills.
       logger.info({ migrationProgress: state.migrationProgress, quoteReserve: state.quoteReserve.toString() }, 'curve not ready to migrate; checking again later');
       await retryMigrationLater(db, row, { at: clock.now() + 5_000, error: 'the curve is not full yet', now: clock.now() });
       return;
     }
-    if (state.isMigrated && !recorded) return this.complete(row, migration, state, { signature: await this.firstSignatureOf(migration.ammPool), paidBy: null, spent: undefined });
+    if (state.isMigrated && !pending[LABEL]) return this.complete(row, migration, state, { signature: await this.firstSignatureOf(migration.ammPool), paidBy: null, spent: undefined, vesting: await this.vestingOf(pool, state, configInfo.data, payer) });
 
     const ctx = {
       chain,
       payer,
-      pending: recorded ? { [LABEL]: recorded } : {},
-      recordPending: async (_label: string, tx: Parameters<StepContext['recordPending']>[1]) => {
-        await recordMigrationPending(db, row, tx, clock.now());
+      pending,
+      recordPending: async (label: string, tx: PendingTx) => {
+        await recordMigrationPending(db, row, { ...pending, [label]: tx }, clock.now());
         await this.options.beforeSend?.(row);
       },
       logger,
       budget: undefined,
     } as unknown as StepContext;
+    const paidBy = payer.publicKey.toBase58();
+    const spends: Array<{ signature: string; lamports: number }> = [];
+    const paid = async (signature: string) => {
+      const tx = await chain.history.getTransaction(signature);
+      if (!tx) throw new TransientError('chain_unavailable', `graduation transaction ${signature} landed but cannot be read yet`);
+      if (tx.accountKeys[0] === paidBy) spends.push({ signature, lamports: (tx.preBalances[0] ?? 0) - (tx.postBalances[0] ?? 0) });
+    };
+
+    // Locked vesting first (migrationProgress 1): DBC's create_locker makes the Jupiter Lock escrow for
+    // the curve's DBC creator (this wallet), which hands it to the beneficiary (docs/programs.md).
+    if (!state.isMigrated && (state.migrationProgress === 1 || pending.create_locker)) {
+      const locker = await kit.buildLockerInstructions({ pool, state, configData: configInfo.data, payer: payer.publicKey });
+      const sent = await sendIdempotent(ctx, { label: 'create_locker', type: 'locker', instructions: () => locker.instructions, signers: [], rentLamports: 0, postcondition: async () => ((await readState())?.migrationProgress ?? 0) >= 2 });
+      if (sent.via !== 'postcondition') await paid(sent.signature);
+    }
+    const beneficiary = beneficiaryOf(launch.request);
+    const escrowAddress = (await kit.buildLockerInstructions({ pool, state, configData: configInfo.data, payer: payer.publicKey })).escrow;
+    const escrowInfo = beneficiary ? await chain.getAccountInfo(escrowAddress) : null;
+    if (beneficiary && escrowInfo && !decodeVestingEscrow(escrowInfo.data).recipient.equals(beneficiary)) {
+      const recipientNow = async () => {
+        const info = await chain.getAccountInfo(escrowAddress);
+        return info !== null && decodeVestingEscrow(info.data).recipient.equals(beneficiary);
+      };
+      const sent = await sendIdempotent(ctx, { label: 'locker_recipient', type: 'locker_recipient', instructions: () => [updateVestingEscrowRecipientInstruction({ escrow: escrowAddress, signer: payer.publicKey, newRecipient: beneficiary })], signers: [], rentLamports: 0, postcondition: recipientNow });
+      if (sent.via !== 'postcondition') await paid(sent.signature);
+    }
+
     const sent = await sendIdempotent(ctx, {
       label: LABEL,
       type: 'migration',
@@ -148,20 +188,32 @@ export class Graduator {
       postcondition: async () => (await readState())?.isMigrated === true,
     });
     if (sent.via === 'sent' || sent.via === 'resent') this.sent += 1;
+    const vesting = await this.vestingOf(pool, state, configInfo.data, payer);
     const status = await chain.getSignatureStatus(sent.signature);
     if (!status || status.err) {
       // Ours failed and the curve is migrated all the same: someone else's migration landed first.
-      return this.complete(row, migration, state, { signature: await this.firstSignatureOf(migration.ammPool), paidBy: null, spent: undefined });
+      return this.complete(row, migration, state, { signature: await this.firstSignatureOf(migration.ammPool), paidBy: null, spent: spends, vesting, owned: launch.payer !== null });
     }
-    const tx = await chain.history.getTransaction(sent.signature);
-    if (!tx) throw new TransientError('chain_unavailable', `migration ${sent.signature} landed but cannot be read yet`);
-    const paid = tx.accountKeys[0] === payer.publicKey.toBase58() ? (tx.preBalances[0] ?? 0) - (tx.postBalances[0] ?? 0) : undefined;
-    logger.info({ signature: sent.signature, via: sent.via, lamports: paid }, 'curve graduated to DAMM v2');
-    return this.complete(row, migration, state, { signature: sent.signature, paidBy: payer.publicKey.toBase58(), spent: paid, owned: launch.payer !== null });
+    await paid(sent.signature);
+    logger.info({ signature: sent.signature, via: sent.via, lamports: spends.at(-1)?.lamports }, 'curve graduated to DAMM v2');
+    return this.complete(row, migration, state, { signature: sent.signature, paidBy, spent: spends, vesting, owned: launch.payer !== null });
   }
 
-  /** One commit under the fence: the row done, `pool.graduated`, and (an owner-funded launch that paid) the ledger's spend. */
-  private async complete(row: MigrationRow, migration: CurveMigration, state: CurveState, done: { signature: string; paidBy: string | null; spent: number | undefined; owned?: boolean }): Promise<void> {
+  /** The curve's locked vesting escrow after graduation, if it has one. */
+  private async vestingOf(pool: PublicKey, state: CurveState, configData: Buffer, payer: Keypair): Promise<{ escrow: string; recipient: string; amount: string; cliffTime: number; cliffUnlocked: string } | null> {
+    const kit = await curveKit();
+    const { escrow } = await kit.buildLockerInstructions({ pool, state, configData, payer: payer.publicKey });
+    const info = await this.options.chain.getAccountInfo(escrow);
+    if (!info) return null;
+    const decoded = decodeVestingEscrow(info.data);
+    return { escrow: escrow.toBase58(), recipient: decoded.recipient.toBase58(), amount: escrowTotal(decoded).toString(), cliffTime: Number(decoded.cliffTime), cliffUnlocked: decoded.cliffUnlockAmount.toString() };
+  }
+
+  /**
+   * One commit under the fence: the row done, `pool.graduated`, the ledger's spend entries (an
+   * owner-funded launch's own transactions), and the watch of a locked-vesting escrow.
+   */
+  private async complete(row: MigrationRow, migration: CurveMigration, state: CurveState, done: { signature: string; paidBy: string | null; spent: Array<{ signature: string; lamports: number }> | undefined; owned?: boolean; vesting: Awaited<ReturnType<Graduator['vestingOf']>> }): Promise<void> {
     const { db, clock } = this.options;
     const data = poolGraduated({
       pool: row.pool,
@@ -170,13 +222,24 @@ export class Graduator {
       signature: done.signature,
       dammConfig: migration.dammConfig.toBase58(),
       paidBy: done.paidBy,
+      vesting: done.vesting ? { escrow: done.vesting.escrow, recipient: done.vesting.recipient, amount: done.vesting.amount } : null,
     });
     await db.transaction().execute(async (trx) => {
       const now = clock.now();
       await completeMigration(trx, row, { signature: done.signature, ammPool: data.ammPool, result: data, now });
       await recordEvent(trx, clock, { launchId: row.launch_id, event: 'pool.graduated', data });
-      if (done.owned && done.spent !== undefined && done.spent > 0) {
-        await insertEntry(trx, { owner: row.owner, launchId: row.launch_id, kind: 'spend', lamports: done.spent, signature: done.signature, details: { graduation: data.ammPool }, now });
+      for (const s of done.owned ? (done.spent ?? []) : []) {
+        if (s.lamports > 0) await insertEntry(trx, { owner: row.owner, launchId: row.launch_id, kind: 'spend', lamports: s.lamports, signature: s.signature, details: { graduation: data.ammPool }, now });
+      }
+      const v = done.vesting;
+      if (v) {
+        // The escrow is watched like a launch's own (vesting.cliff_reached, vesting.claimed, vesting.complete).
+        await insertWatches(trx, {
+          launchId: row.launch_id,
+          watches: [{ kind: 'vesting', address: v.escrow, context: { programId: JUPITER_LOCK_PROGRAM_ID.toBase58(), recipient: v.recipient, total: v.amount, totalClaimed: '0', cliffUnlocked: v.cliffUnlocked }, cliffAt: v.cliffTime > 0 ? v.cliffTime * 1000 : undefined }],
+          now,
+          ttlMs: VESTING_WATCH_TTL_MS,
+        });
       }
     });
   }

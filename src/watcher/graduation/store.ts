@@ -110,8 +110,12 @@ export async function claimDueMigrations(db: Db, args: { owner: string; now: num
   });
 }
 
-/** Records the signed transaction before it is sent, under the fence (a job whose lease was lost sends nothing). */
-export async function recordMigrationPending(db: DbOrTx, row: MigrationRow, pending: PendingTx, now: number): Promise<void> {
+/**
+ * Records the graduation's signed transactions before each is sent (by label: `migration_damm_v2`,
+ * and with locked vesting `create_locker` and `locker_recipient` first), under the fence (a job
+ * whose lease was lost sends nothing).
+ */
+export async function recordMigrationPending(db: DbOrTx, row: MigrationRow, pending: Record<string, PendingTx>, now: number): Promise<void> {
   const updated = await tables(db)
     .updateTable('curve_migrations')
     .set({ pending: JSON.stringify(pending), updated_at: now })
@@ -121,8 +125,13 @@ export async function recordMigrationPending(db: DbOrTx, row: MigrationRow, pend
   if (Number(updated.numUpdatedRows) === 0) throw new MigrationFencedError(row.launch_id);
 }
 
-/** The recorded transaction of a claimed row, if any. */
-export const pendingOf = (row: MigrationRow): PendingTx | undefined => (row.pending ? parseJson<PendingTx | undefined>(row.pending, undefined) : undefined);
+/** The recorded transactions of a claimed row, by label. */
+export function pendingOf(row: MigrationRow): Record<string, PendingTx> {
+  const parsed = row.pending ? parseJson<Record<string, unknown> | undefined>(row.pending, undefined) : undefined;
+  if (!parsed) return {};
+  // A lone transaction (the first landing's format) is the migration's.
+  return typeof parsed.signature === 'string' ? { migration_damm_v2: parsed as unknown as PendingTx } : (parsed as Record<string, PendingTx>);
+}
 
 /** In the completing transaction, under the fence: the row is `done` with its pool and signature. Throws when the lease was lost. */
 export async function completeMigration(trx: DbOrTx, row: MigrationRow, done: { signature: string; ammPool: string; result: Record<string, unknown>; now: number }): Promise<void> {

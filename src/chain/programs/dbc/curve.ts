@@ -45,6 +45,22 @@ export interface CurvePlanInput {
   decimals: number;
   totalSupply: bigint;
   pool: CurvePoolPlan;
+  /** Locked vesting (the request's `vesting` and `allocations.vesting`): DBC locks it through Jupiter Lock when the curve is full. */
+  lockedVesting?: CurveLockedVesting | undefined;
+}
+
+/** A curve's locked vesting: whole tokens, counted from the curve's fill (docs/programs.md, "Graduation"). */
+export interface CurveLockedVesting {
+  amountTokens: bigint;
+  cliffSeconds: number;
+  periodSeconds: number;
+  periods: number;
+}
+
+/** The locked vesting of a plan or request: `allocations.vesting` percent of the supply on the `vesting` schedule, or none. */
+export function curveLockedVesting(plan: { totalSupply: bigint; allocations: { vesting: number }; vesting?: { cliffSeconds: number; periodSeconds: number; periods: number } | undefined }): CurveLockedVesting | undefined {
+  if (!plan.vesting || plan.allocations.vesting <= 0) return undefined;
+  return { amountTokens: (plan.totalSupply * BigInt(plan.allocations.vesting)) / 100n, cliffSeconds: plan.vesting.cliffSeconds, periodSeconds: plan.vesting.periodSeconds, periods: plan.vesting.periods };
 }
 
 /** Whole tokens that stay out of the curve and the AMM and go to the creator after graduation (the program needs some). */
@@ -116,7 +132,15 @@ function curveConfigParameters(sdk: Sdk, plan: CurvePlanInput): ConfigParameters
       creatorPermanentLockedLiquidityPercentage: 100,
       creatorLiquidityPercentage: 0,
     },
-    lockedVesting: { totalLockedVestingAmount: 0, numberOfVestingPeriod: 0, cliffUnlockAmount: 0, totalVestingDuration: 0, cliffDurationFromMigrationTime: 0 },
+    lockedVesting: plan.lockedVesting
+      ? {
+          totalLockedVestingAmount: Number(plan.lockedVesting.amountTokens),
+          numberOfVestingPeriod: plan.lockedVesting.periods,
+          cliffUnlockAmount: 0,
+          totalVestingDuration: plan.lockedVesting.periods * plan.lockedVesting.periodSeconds,
+          cliffDurationFromMigrationTime: plan.lockedVesting.cliffSeconds,
+        }
+      : { totalLockedVestingAmount: 0, numberOfVestingPeriod: 0, cliffUnlockAmount: 0, totalVestingDuration: 0, cliffDurationFromMigrationTime: 0 },
     activationType: ActivationType.Timestamp,
     initialMarketCap: Number(pool.initialMarketCap),
     migrationMarketCap: Number(pool.graduationMarketCap),
@@ -400,9 +424,55 @@ async function buildClaimCreatorFeeInstructions(sdk: Sdk, args: {
   return [...before, claim, ...after];
 }
 
+/** The Jupiter Lock escrow DBC's `create_locker` makes for a curve with locked vesting (recipient: the curve's DBC creator). */
+export interface CurveLocker {
+  instructions: TransactionInstruction[];
+  escrow: PublicKey;
+  escrowToken: PublicKey;
+}
+
+/**
+ * `create_locker` as the SDK's `createLocker` builds it: the escrow's token account (the program
+ * needs it to exist; an idempotent create), then the instruction. Its base key and escrow are
+ * PDAs of the curve, so they are fixed before the first send.
+ */
+async function buildLockerInstructions(sdk: Sdk, args: { pool: PublicKey; state: CurveState; configData: Buffer; payer: PublicKey }): Promise<CurveLocker> {
+  const program = offlineProgram(sdk);
+  const config = unwrap(program.coder.accounts.decode('poolConfig', args.configData));
+  const tokenProgram = Number(config.tokenType) === 0 ? TOKEN_PROGRAM_ID : TOKEN_2022_PROGRAM_ID;
+  const base = sdk.deriveBaseKeyForLocker(args.pool);
+  const escrow = sdk.deriveEscrow(base);
+  const escrowToken = getAssociatedTokenAddressSync(args.state.baseMint, escrow, true, tokenProgram);
+  const create = await program.methods
+    .createLocker()
+    .accountsPartial({
+      virtualPool: args.pool,
+      config: args.state.config,
+      poolAuthority: dbcPoolAuthority(DBC_PROGRAM_ID),
+      baseVault: args.state.baseVault,
+      baseMint: args.state.baseMint,
+      base,
+      creator: args.state.creator,
+      escrow,
+      escrowToken,
+      payer: args.payer,
+      tokenProgram,
+      lockerProgram: sdk.LOCKER_PROGRAM_ID,
+      lockerEventAuthority: sdk.deriveLockerEventAuthority(),
+      systemProgram: SystemProgram.programId,
+    })
+    .instruction();
+  return {
+    instructions: [createAssociatedTokenAccountIdempotentInstruction(args.payer, escrowToken, escrow, args.state.baseMint, tokenProgram, ASSOCIATED_TOKEN_PROGRAM_ID), create],
+    escrow,
+    escrowToken,
+  };
+}
+
 /** The SDK-backed half of this module, once the SDK is loaded. */
 export interface CurveKit {
   buildClaimCreatorFeeInstructions(args: Parameters<typeof buildClaimCreatorFeeInstructions>[1]): Promise<TransactionInstruction[]>;
+  buildLockerInstructions(args: Parameters<typeof buildLockerInstructions>[1]): Promise<CurveLocker>;
   buildMigrationInstructions(args: Parameters<typeof buildMigrationInstructions>[1]): Promise<CurveMigration>;
   /** Throws (the SDK's Error) when the program would refuse the parameters. */
   curveConfigParameters(plan: CurvePlanInput): ConfigParameters;
@@ -419,5 +489,6 @@ export async function curveKit(): Promise<CurveKit> {
     decodeCurveState: (data) => decodeCurveState(sdk, data),
     buildMigrationInstructions: (args) => buildMigrationInstructions(sdk, args),
     buildClaimCreatorFeeInstructions: (args) => buildClaimCreatorFeeInstructions(sdk, args),
+    buildLockerInstructions: (args) => buildLockerInstructions(sdk, args),
   };
 }

@@ -86,3 +86,26 @@ export function createVestingEscrowV2Instruction(accounts: CreateVestingEscrowAc
     data: Buffer.concat([instructionDiscriminator('create_vesting_escrow_v2'), encodeVestingParams(params), Buffer.from([0])]),
   });
 }
+
+/**
+ * `update_vesting_escrow_recipient(new_recipient, new_recipient_email = None)`: hands an escrow to a
+ * new recipient, signed by whoever the escrow's `update_recipient_mode` allows (2: the recipient).
+ * Accounts: escrow (w), escrow_metadata (optional: the program id for none), signer (s, w), system
+ * program, event authority, program. A curve's locked vesting uses it: DBC makes the escrow for the
+ * curve's DBC creator (the owner's wallet), which hands it to `vesting.beneficiary` (docs/programs.md).
+ */
+export function updateVestingEscrowRecipientInstruction(args: { escrow: PublicKey; signer: PublicKey; newRecipient: PublicKey; programId?: PublicKey }): TransactionInstruction {
+  const programId = args.programId ?? JUPITER_LOCK_PROGRAM_ID;
+  return new TransactionInstruction({
+    programId,
+    keys: [
+      { pubkey: args.escrow, isSigner: false, isWritable: true },
+      { pubkey: programId, isSigner: false, isWritable: false },
+      { pubkey: args.signer, isSigner: true, isWritable: true },
+      { pubkey: SystemProgram.programId, isSigner: false, isWritable: false },
+      { pubkey: eventAuthorityAddress(programId), isSigner: false, isWritable: false },
+      { pubkey: programId, isSigner: false, isWritable: false },
+    ],
+    data: Buffer.concat([instructionDiscriminator('update_vesting_escrow_recipient'), args.newRecipient.toBuffer(), Buffer.from([0])]),
+  });
+}
