@@ -8,8 +8,9 @@
  *   npm run holder -- fund    <keypair.json | address> [SOL]    (an airdrop from the local cluster)
  *   npm run holder -- claim   <launchId> <beneficiary keypair.json>
  *   npm run holder -- propose <launchId> <creator keypair.json> "<proposal name>" [approve|deny]
+ *   npm run holder -- sign    <launchId> <creator keypair.json>   (a creator-signed launch: sign and submit, docs/signing.md)
  *
- * Environment: SERVICE_URL, API_KEY (launches:read), RPC_URL, RPC_WS_URL. Unset, the URLs are those a
+ * Environment: SERVICE_URL, API_KEY (launches:read; launches:write for sign), RPC_URL, RPC_WS_URL. Unset, the URLs are those a
  * running development service wrote to DATA_DIR/local.json (its local cluster may have moved off a
  * taken 8899), else http://127.0.0.1:8080 and http://127.0.0.1:8899 (PubSub at its port + 1, as
  * web3.js does). Keypair files are JSON arrays of 64 bytes, as solana-keygen writes.
@@ -20,7 +21,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import BN from 'bn.js';
-import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey, Transaction, TransactionInstruction, sendAndConfirmTransaction } from '@solana/web3.js';
+import { Connection, Keypair, LAMPORTS_PER_SOL, Message, PublicKey, Transaction, TransactionInstruction, sendAndConfirmTransaction } from '@solana/web3.js';
+import bs58 from 'bs58';
 import { createAssociatedTokenAccountIdempotentInstruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { readLocalEndpoints } from '../src/chain/embedded/localCluster.js';
 import { decodeVestingEscrow } from '../src/chain/programs/jupiterLock/escrowAccount.js';
@@ -88,7 +90,48 @@ export async function castVote(connection: Connection, creator: Keypair, dao: { 
 const USAGE = `usage: npm run holder -- keygen  <keypair.json>
        npm run holder -- fund    <keypair.json | address> [SOL, default 2]
        npm run holder -- claim   <launchId> <beneficiary keypair.json>
-       npm run holder -- propose <launchId> <creator keypair.json> "<name>" [approve|deny]`;
+       npm run holder -- propose <launchId> <creator keypair.json> "<name>" [approve|deny]
+       npm run holder -- sign    <launchId> <creator keypair.json>`;
+
+interface SigningRequest {
+  status: string;
+  transactions: Array<{ index: number; step: string; message: string; signers: string[]; signed: boolean }>;
+}
+
+/**
+ * Signs a creator-signed launch's transactions with the creator's keypair and submits them, round
+ * after round (the setup, then the launch's transactions once the setup landed): each message is
+ * checked to name the creator as a signer before it is signed. Resolves with the final request.
+ */
+export async function signLaunch(service: string, apiKey: string, launchId: string, creator: Keypair, log: (line: string) => void = () => undefined): Promise<SigningRequest> {
+  const call = async (method: string, path: string, body?: unknown): Promise<SigningRequest> => {
+    const res = await fetch(`${service}/api/launches/${launchId}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${method} /api/launches/${launchId}${path}: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { signing: SigningRequest }).signing;
+  };
+  let request = await call('GET', '/signing');
+  for (let round = 0; round < 3 && request.status === 'awaiting_signatures'; round += 1) {
+    const unsigned = request.transactions.filter((tx) => !tx.signed);
+    if (unsigned.length === 0) break;
+    const signatures = unsigned.map((tx) => {
+      if (!tx.signers.includes(creator.publicKey.toBase58())) throw new Error(`transaction ${tx.index} (${tx.step}) is not for ${creator.publicKey.toBase58()} to sign`);
+      // A wallet's detached Ed25519 signature over the message bytes, as signTransaction makes it.
+      const message = Buffer.from(tx.message, 'base64');
+      const transaction = Transaction.populate(Message.from(message));
+      transaction.partialSign(creator);
+      const signature = transaction.signatures.find((s) => s.publicKey.equals(creator.publicKey))?.signature;
+      if (!signature) throw new Error(`transaction ${tx.index} could not be signed`);
+      log(`signed ${tx.index} ${tx.step}`);
+      return { index: tx.index, signature: bs58.encode(signature) };
+    });
+    request = await call('POST', '/signatures', { signatures });
+  }
+  return request;
+}
 
 /** The service and local cluster to talk to: the environment first, then what a running service wrote to DATA_DIR. */
 function endpoints(): { service: string; rpcUrl: string; wsUrl: string | undefined } {
@@ -130,6 +173,12 @@ async function main(argv: string[]): Promise<void> {
   }
   const launchId = first;
   const keypairFile = second;
+  if (command === 'sign' && launchId && keypairFile) {
+    const request = await signLaunch(service, process.env.API_KEY ?? '', launchId, readKeypair(keypairFile), (line) => process.stdout.write(`${line}\n`));
+    process.stdout.write(`${request.status}\n`);
+    if (request.status !== 'signed') process.exit(1);
+    return;
+  }
   if ((command !== 'claim' && command !== 'propose') || !launchId || !keypairFile) {
     process.stderr.write(`${USAGE}\n`);
     process.exit(2);

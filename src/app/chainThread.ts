@@ -39,6 +39,7 @@ async function start(): Promise<void> {
         pending: input.pending as Record<string, PendingTx>,
         payerSeed: input.payerSeed,
         budgetLamports: input.budgetLamports,
+        signing: input.signing,
         recordPending: (label, tx) => recordPending(label, tx),
         logger: logger.child(input.logBindings),
       }),

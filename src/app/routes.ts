@@ -28,6 +28,7 @@ import { createOwnerBoundRoutes } from '../http/routes/ownerBounds.js';
 import { createWebhookEndpointRoutes } from '../http/routes/webhookEndpoints.js';
 import { createWebhookTestRoutes } from '../http/routes/webhooks.js';
 import type { LaunchRequest, OperatorFee } from '../launches/request.js';
+import type { Signing } from '../launches/signing/signing.js';
 import type { Clock } from '../lib/clock.js';
 import type { OutboxSignal } from '../webhooks/outbox.js';
 import type { WebhookEngine } from '../webhooks/engine.js';
@@ -93,6 +94,8 @@ export interface ApiRouteDeps extends WebhookRouteDeps {
   fees: FeeClaims;
   /** The operator's fee every new launch pays (LAUNCH_FEE_LAMPORTS). */
   operatorFee?: OperatorFee | undefined;
+  /** Creator-signed launches (docs/signing.md). */
+  signing?: Signing | undefined;
 }
 
 /** Every route of the service. */
@@ -116,6 +119,7 @@ export function apiRoutes(deps: ApiRouteDeps): RouteList {
         maxLaunchesInFlight: limits.launchesInFlight,
         funding: deps.funding,
         operatorFee: deps.operatorFee,
+        signing: deps.signing,
       }),
     ],
     ['/funding', createFundingRoutes({ db, funding: deps.funding, hashBody: (body) => requestHash(body, deps.requestHashKey) })],

@@ -26,6 +26,8 @@ import { createChainStepRunner, launchKeySecret } from '../launches/chainStepRun
 import { Graduator } from '../watcher/graduation/graduator.js';
 import { createFeeClaims, type FeeClaims } from '../fees/feeClaims.js';
 import { insertCurveMigrationFor } from '../watcher/graduation/launch.js';
+import { createSigning } from '../launches/signing/signing.js';
+import { withCreatorSigning } from '../launches/signing/signedStepRunner.js';
 import type { StepRunner } from '../launches/stepPort.js';
 import { LaunchRunner } from '../launches/runner.js';
 import { requeueFailedLaunch } from '../launches/requeueLaunch.js';
@@ -192,12 +194,25 @@ export async function createService(
       onWithdrawn: async (trx, w) => void (await recordOwnerEvent(trx, clock, { owner: w.owner, event: 'funding.withdrawn', data: withdrawn({ address: w.address, to: w.to, lamports: w.lamports, signature: w.signature }) })),
       afterCommit: () => webhooks.signal.notify(),
     });
+    // Creator-signed launches (docs/signing.md): planned with the same executors, landed by the runner.
+    const signing = createSigning({
+      db,
+      clock,
+      chain,
+      secretKey: config.secretKey,
+      executors: stepExecutorsFor(),
+      signal: { notify: (handoff) => (webhooks.signal.notify(handoff), wakeLaunches()) },
+      logger,
+      deadlineMs: config.runner.signingDeadlineMs,
+    });
     const runner = new LaunchRunner({
       db,
       clock,
       logger: logger.child({ component: 'runner' }),
       signal: webhooks.signal,
-      runStep: (deps.wrapStepRunner ?? ((runner: StepRunner) => runner))(chainThread?.runStep ?? createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() })),
+      runStep: (deps.wrapStepRunner ?? ((runner: StepRunner) => runner))(
+        withCreatorSigning({ chain, signing }, chainThread?.runStep ?? createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() })),
+      ),
       finalize: (signatures) => finalizeAll(chain, signatures),
       // A completed launch gets its watches in the same transaction (docs/watcher.md).
       onComplete: async (trx, launchId, results, now) => {
@@ -345,6 +360,7 @@ export async function createService(
         funding,
         fees,
         operatorFee: config.funding.operatorFee,
+        signing,
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
         wakeRunner: wakeLaunches,
         ownerLimits: config.ownerLimits,

@@ -1,4 +1,4 @@
-import type { Keypair, Transaction, TransactionInstruction } from '@solana/web3.js';
+import { Keypair, type Transaction, type TransactionInstruction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { NonRetriableError, TransientError } from '../lib/retry.js';
 import { openSpan, within } from '../lib/tracing.js';
@@ -6,6 +6,7 @@ import type { BlockhashInfo, Commitment, FeeSettings } from './backend.js';
 import type { PendingTx, StepContext } from './steps/types.js';
 import { serializeSigned } from './ed25519.js';
 import { buildSignedTransaction, estimateFee } from './transaction.js';
+import { landSigned } from './landSigned.js';
 
 /** One transaction of a step, described so it can be (re)built and its effect checked. */
 export interface IdempotentSend {
@@ -58,6 +59,12 @@ export async function sendIdempotent(ctx: StepContext, spec: IdempotentSend): Pr
 }
 
 async function sendChecked(ctx: StepContext, spec: IdempotentSend): Promise<SendResult> {
+  if (ctx.signed) {
+    // A creator-signed launch: the creator's signed bytes go out as they are (never re-signed).
+    const signed = ctx.signed[spec.label];
+    if (!signed) throw new NonRetriableError('invalid_configuration', `no signed transaction for ${spec.label}; the creator-signed plan does not match the launch`);
+    return landSigned(ctx, spec, signed);
+  }
   try {
     return await sendOrResume(ctx, spec);
   } catch (error) {
@@ -173,15 +180,18 @@ async function resolveRecorded(ctx: StepContext, spec: IdempotentSend, recorded:
 }
 
 async function signForSend(ctx: StepContext, spec: IdempotentSend, blockhash: BlockhashInfo): Promise<PendingTx> {
+  const payer = ctx.payer;
+  // Only a payer whose key the service holds is ever signed for: never a creator's (docs/signing.md).
+  if (!(payer instanceof Keypair)) throw new NonRetriableError('invalid_configuration', `${spec.type}: the payer ${payer.publicKey.toBase58()} signs its own transactions; the service never signs for it`);
   let tx: Transaction;
   let serialized: string;
   let budget: FeeSettings | undefined;
   try {
-    tx = buildSignedTransaction(ctx.chain, ctx.payer, spec.instructions(), spec.signers, blockhash);
+    tx = buildSignedTransaction(ctx.chain, payer, spec.instructions(), spec.signers, blockhash);
     if (ctx.chain.networkBudget) {
       // Price and unit limit from the network; the same instructions signed again under them.
       budget = await ctx.chain.networkBudget(tx);
-      tx = buildSignedTransaction({ fees: budget }, ctx.payer, spec.instructions(), spec.signers, blockhash);
+      tx = buildSignedTransaction({ fees: budget }, payer, spec.instructions(), spec.signers, blockhash);
     }
     serialized = serializeSigned(tx).toString('base64');
   } catch (error) {

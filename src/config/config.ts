@@ -67,9 +67,10 @@ export interface Config {
    * resume it after), and RUNNER_CONCURRENCY, the launches it runs at once (undefined: 16 against
    * an RPC cluster, where a launch waits on the network; 4 with the embedded chain on its own thread,
    * else 2). LAUNCH_TRANSIENT_DEADLINE: how long a step may wait on
-   * transient chain faults before its launch fails.
+   * transient chain faults before its launch fails. SIGNING_DEADLINE: how long a creator-signed
+   * launch waits for its signatures before it fails `signature_timeout`.
    */
-  runner: { leaseMs: number; concurrency: number | undefined; transientDeadlineMs: number };
+  runner: { leaseMs: number; concurrency: number | undefined; transientDeadlineMs: number; signingDeadlineMs: number };
   /** The chain watcher (docs/watcher.md). */
   watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number; pageSize: number };
   /**
@@ -482,6 +483,7 @@ export function loadConfig(env: Env = process.env): Config {
       leaseMs: leaseVar(env, 'RUNNER_LEASE_MS', 60_000),
       concurrency: env.RUNNER_CONCURRENCY && env.RUNNER_CONCURRENCY !== '' ? intVar(env, 'RUNNER_CONCURRENCY', 2, 1, 64) : undefined,
       transientDeadlineMs: positiveDurationVar(env, 'LAUNCH_TRANSIENT_DEADLINE', 3_600_000),
+      signingDeadlineMs: positiveDurationVar(env, 'SIGNING_DEADLINE', 24 * 3_600_000),
     },
     watcher: {
       ttlMs: durationVar(env, 'WATCH_TTL', 365 * 86_400_000),

@@ -6,7 +6,7 @@ import type { LaunchStatus } from '../db/schema.js';
 import { Badge, FilterSelect, Pager, time } from './layout.js';
 import type { DashboardUser } from './session.js';
 
-export const LAUNCH_STATUSES: LaunchStatus[] = ['queued', 'processing', 'complete', 'failed'];
+export const LAUNCH_STATUSES: LaunchStatus[] = ['awaiting_signatures', 'queued', 'processing', 'complete', 'failed'];
 export const PAGE = 50;
 
 export interface LaunchFilter {

@@ -20,7 +20,7 @@ export interface OverviewData {
 
 /** Counts on the overview stop here and read "1000+" (the lists below page through the rest). */
 export const COUNT_CAP = 1000;
-const LAUNCH_STATUSES = ['queued', 'processing', 'complete', 'failed'];
+const LAUNCH_STATUSES = ['awaiting_signatures', 'queued', 'processing', 'complete', 'failed'];
 const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'];
 const shown = (n: number) => (n > COUNT_CAP ? `${COUNT_CAP}+` : String(n));
 

@@ -24,7 +24,8 @@ export interface IdempotencyKeysTable {
   expires_at: number;
 }
 
-export type LaunchStatus = 'queued' | 'processing' | 'complete' | 'failed';
+/** `awaiting_signatures`: a creator-signed launch waiting for the creator's signatures (docs/signing.md). */
+export type LaunchStatus = 'awaiting_signatures' | 'queued' | 'processing' | 'complete' | 'failed';
 
 export interface LaunchesTable {
   id: string;
@@ -270,6 +271,44 @@ export interface EventStreamsTable {
   next_sequence: number;
 }
 
+/** A creator-signed launch's signing state (docs/signing.md, migration 047). */
+export interface LaunchSigningTable {
+  launch_id: string;
+  creator: string;
+  /** `setup`: the nonce accounts' transaction is offered; `launch`: the launch's transactions are; `signed`: all signed. */
+  phase: 'setup' | 'launch' | 'signed';
+  /** Seeds the nonce accounts' addresses (created with seed from the creator). */
+  nonce_seed: string;
+  nonce_count: number;
+  /** SIGNING_DEADLINE: unsigned by then, the launch fails `signature_timeout`. */
+  deadline_at: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A transaction offered to the creator for signing: the exact message bytes (base64) it signs. */
+export interface LaunchSigningTxsTable {
+  launch_id: string;
+  idx: number;
+  /** `setup`, a launch step's name, or `close_nonces`. */
+  step: string;
+  /** The step's transaction label (its pending record's key). */
+  label: string;
+  message: string;
+  /** JSON: the keys still to sign (the creator). */
+  signers: string;
+  /** JSON: `{pubkey: base58 signature}` of the keys the service derives for the launch. */
+  service_signatures: string;
+  /** The creator's verified signature (base58), or null. */
+  signature: string | null;
+  nonce_account: string | null;
+  nonce: string | null;
+  /** The setup's blockhash validity (nonce transactions have none). */
+  last_valid_block_height: number | null;
+  created_at: number;
+  signed_at: number | null;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -289,12 +328,16 @@ export interface Database {
   owner_bounds: OwnerBoundsTable;
   funding_ledger: FundingLedgerTable;
   event_streams: EventStreamsTable;
+  launch_signing: LaunchSigningTable;
+  launch_signing_txs: LaunchSigningTxsTable;
 }
 
 export type LaunchRow = Selectable<LaunchesTable>;
 export type NewLaunch = Insertable<LaunchesTable>;
 export type LaunchUpdate = Updateable<LaunchesTable>;
 export type StepRow = Selectable<LaunchStepsTable>;
+export type SigningRow = Selectable<LaunchSigningTable>;
+export type SigningTxRow = Selectable<LaunchSigningTxsTable>;
 export type DeliveryRow = Selectable<DeliveriesTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type DeadLetterRow = Selectable<DeadLettersTable>;

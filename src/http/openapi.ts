@@ -59,7 +59,28 @@ export function buildOpenApi(version: string): Json {
           properties: { limit: { type: ['integer', 'null'] }, offset: { type: 'integer' }, returned: { type: 'integer' }, total: { type: 'integer' }, has_more: { type: 'boolean' }, next_offset: { type: ['integer', 'null'] } },
         },
         LaunchRequest: launchRequest,
-        Launch: { type: 'object', description: 'A launch with its steps, results, partialResults and error', properties: { id: { type: 'string' }, status: { enum: ['queued', 'processing', 'complete', 'failed'] }, steps: { type: 'array', description: 'name, status (pending, running, waiting, complete, failed, skipped), attempts, waitingFor, waitingSince, nextAttemptAt (a step waiting on a transient chain fault), timings, transactions, result, error', items: { type: 'object' } }, watches: { type: 'array', description: 'GET /api/launches/{id} only: what the chain watcher follows since the launch completed (kind, address, state, cursor, nextCheckAt, lastCheckedAt, lastActivityAt, cliffAt, endsAt, endedReason)', items: { type: 'object' } }, graduation: { type: ['object', 'null'], description: 'GET /api/launches/{id} only, a bonding curve: its graduation to DAMM v2 (state waiting | due | done, pool, thresholdLamports, dueAt, graduatedAt, ammPool, positions, signature, attempts, lastError); null for other launches' } } },
+        Launch: { type: 'object', description: 'A launch with its steps, results, partialResults and error', properties: { id: { type: 'string' }, status: { enum: ['awaiting_signatures', 'queued', 'processing', 'complete', 'failed'] }, signing: { const: 'creator', description: 'present on a creator-signed launch (docs/signing.md)' }, steps: { type: 'array', description: 'name, status (pending, running, waiting, complete, failed, skipped), attempts, waitingFor, waitingSince, nextAttemptAt (a step waiting on a transient chain fault), timings, transactions, result, error', items: { type: 'object' } }, watches: { type: 'array', description: 'GET /api/launches/{id} only: what the chain watcher follows since the launch completed (kind, address, state, cursor, nextCheckAt, lastCheckedAt, lastActivityAt, cliffAt, endsAt, endedReason)', items: { type: 'object' } }, graduation: { type: ['object', 'null'], description: 'GET /api/launches/{id} only, a bonding curve: its graduation to DAMM v2 (state waiting | due | done, pool, thresholdLamports, dueAt, graduatedAt, ammPool, positions, signature, attempts, lastError); null for other launches' } } },
+        SigningRequest: {
+          type: 'object',
+          properties: {
+            status: { enum: ['awaiting_signatures', 'signed', 'expired'] },
+            expiresAt: { type: 'string', format: 'date-time', description: "the setup's blockhash expiry while it is offered, then the signing deadline" },
+            deadlineAt: { type: 'string', format: 'date-time', description: 'SIGNING_DEADLINE after the create' },
+            transactions: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  index: { type: 'integer' },
+                  step: { type: 'string', description: 'setup, a launch step, or close_nonces' },
+                  message: { type: 'string', description: 'base64 of the message bytes to sign' },
+                  signers: { type: 'array', items: { type: 'string' }, description: 'the keys still to sign (the creator)' },
+                  signed: { type: 'boolean' },
+                },
+              },
+            },
+          },
+        },
         Health: {
           type: 'object',
           required: ['status', 'timestamp', 'version', 'checks', 'uptime', 'circuitBreakers'],
@@ -103,11 +124,47 @@ export function buildOpenApi(version: string): Json {
         get: {
           summary: "List the caller's launches, newest first",
           security: bearer,
-          parameters: [...pageParams, { name: 'status', in: 'query', schema: { enum: ['queued', 'processing', 'complete', 'failed'] } }],
+          parameters: [...pageParams, { name: 'status', in: 'query', schema: { enum: ['awaiting_signatures', 'queued', 'processing', 'complete', 'failed'] } }],
           responses: { 200: json({ type: 'object', properties: { launches: { type: 'array', items: ref('Launch') }, pagination: ref('Pagination') } }, 'A page of launches'), ...errors(400, 401, 403, 429) },
         },
       },
       '/api/launches/{id}': { get: { summary: 'A launch with its steps', security: bearer, parameters: [idParam('id')], responses: { 200: json({ type: 'object', properties: { launch: ref('Launch') } }, 'The launch'), ...errors(401, 403, 404) }  }, patch: patchLaunchOperation },
+      '/api/launches/{id}/signing': {
+        get: {
+          summary: 'A creator-signed launch: every transaction offered to the creator, with the exact message bytes to sign (docs/signing.md)',
+          security: bearer,
+          parameters: [idParam('id')],
+          responses: {
+            200: json({ type: 'object', properties: { signing: ref('SigningRequest') } }, 'The signing request'),
+            ...errors(401, 403, 404),
+          },
+        },
+      },
+      '/api/launches/{id}/signatures': {
+        post: {
+          summary: "The creator's signatures: each verified against its message and the creator before any is stored",
+          security: bearer,
+          parameters: [idParam('id')],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['signatures'],
+                  properties: { signatures: { type: 'array', minItems: 1, maxItems: 64, items: { type: 'object', required: ['index', 'signature'], properties: { index: { type: 'integer', minimum: 0 }, signature: { type: 'string', description: 'base58 Ed25519 signature' } } } } },
+                },
+              },
+            },
+          },
+          responses: {
+            200: json({ type: 'object', properties: { signing: ref('SigningRequest') } }, 'Stored; the signing request as it is now (after the setup: the launch’s transactions)'),
+            409: json(ref('Error'), 'the launch takes no signatures (not awaiting them, or past its deadline), or the setup was re-offered meanwhile'),
+            422: json(ref('Error'), 'invalid_signature: details.index names the transaction; nothing was stored'),
+            ...errors(400, 401, 403, 404),
+          },
+        },
+      },
       '/api/launches/{id}/deliveries': {
         get: {
           summary: 'Webhook deliveries of a launch with every attempt, oldest first',
@@ -147,7 +204,7 @@ export function buildOpenApi(version: string): Json {
       '/mcp': {
         post: {
           summary: 'Model Context Protocol (Streamable HTTP, stateless): a JSON-RPC message such as tools/list or tools/call; each tool is one route of this API called with your key (docs/mcp.md)',
-          description: 'Send Accept: application/json, text/event-stream (without it: 406). Tools: quote_launch, create_launch, get_launch, list_launches, list_launch_events, get_fees, claim_fees, get_funding, send_test_webhook, list_webhook_endpoints, create_webhook_endpoint; tools/list gives their input schemas.',
+          description: 'Send Accept: application/json, text/event-stream (without it: 406). Tools: quote_launch, create_launch, get_launch, list_launches, list_launch_events, get_signing_request, submit_signatures, get_fees, claim_fees, get_funding, send_test_webhook, list_webhook_endpoints, create_webhook_endpoint; tools/list gives their input schemas.',
           security: bearer,
           requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request (or a batch)', properties: { jsonrpc: { const: '2.0' }, id: {}, method: { type: 'string' }, params: { type: 'object' } } } } } },
           responses: { 200: { description: 'The JSON-RPC answer (application/json)' }, 406: { description: 'Accept does not name both application/json and text/event-stream' }, ...errors(401) },

@@ -1,11 +1,11 @@
 import { createHmac } from 'node:crypto';
-import type { Keypair } from '@solana/web3.js';
+import { PublicKey } from '@solana/web3.js';
 import type { ChainBackend } from '../chain/backend.js';
 import { keypairFromSeed } from '../chain/ed25519.js';
 import { deriveLaunchKeys } from '../chain/keys.js';
 import { DEFAULT_PROGRAM_IDS } from '../chain/programs/programIds.js';
 import { assertPayerCoversProgramSteps } from '../chain/steps/balance.js';
-import type { PendingTx, StepExecutor, StepName, StepOutcome } from '../chain/steps/types.js';
+import type { PendingTx, StepContext, StepExecutor, StepName, StepOutcome } from '../chain/steps/types.js';
 import { NonRetriableError } from '../lib/retry.js';
 import { planFromRequest } from './plan.js';
 import { withStepSpends, type StepRunner, type StepSpends } from './stepPort.js';
@@ -25,8 +25,12 @@ export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Bu
     const executor = deps.executors[input.step];
     if (!executor) throw new NonRetriableError('invalid_configuration', `No executor for step ${input.step}`);
     const plan = planFromRequest(input.launchId, input.request);
-    const payer = input.payerSeed ? keypairFromSeed(Buffer.from(input.payerSeed)) : deps.chain.payer;
-    if (input.step === 'create_mint' && Object.keys(input.pending).length === 0 && input.budgetLamports === undefined) {
+    const payer: StepContext['payer'] = input.signing
+      ? { publicKey: new PublicKey(input.signing.payer) }
+      : input.payerSeed
+        ? keypairFromSeed(Buffer.from(input.payerSeed))
+        : deps.chain.payer;
+    if (!input.signing && input.step === 'create_mint' && Object.keys(input.pending).length === 0 && input.budgetLamports === undefined) {
       // A launch without a reservation: refuse before the first transaction when the payer cannot cover it.
       await assertPayerCoversProgramSteps(deps.chain, payer.publicKey, plan, DEFAULT_PROGRAM_IDS, TOKEN_STEPS_RESERVE_LAMPORTS);
     }
@@ -41,6 +45,7 @@ export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Bu
       chain: deps.chain,
       payer,
       budget: input.budgetLamports === undefined ? undefined : { remainingLamports: input.budgetLamports },
+      signed: input.signing?.transactions,
       logger: input.logger,
       });
     } catch (error) {
@@ -70,7 +75,7 @@ function signaturesOf(pending: Record<string, PendingTx>, transactions: StepOutc
  * that never landed costs nothing; one the chain cannot show yet (an RPC node that has not
  * finalized it) counts nothing here; the launch's release settles the rest.
  */
-async function spentBy(chain: ChainBackend, payer: Keypair, signatures: readonly string[]): Promise<StepSpends> {
+async function spentBy(chain: ChainBackend, payer: StepContext['payer'], signatures: readonly string[]): Promise<StepSpends> {
   const spent: StepSpends = [];
   for (const signature of signatures) {
     const tx = await chain.history.getTransaction(signature).catch(() => null);

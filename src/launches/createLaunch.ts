@@ -40,11 +40,19 @@ export async function createLaunch(
     /** Runs first in the launch's transaction (the funding reservation); a throw creates nothing. */
     reserve?: ((trx: Tx, launchId: string) => Promise<void>) | undefined;
     inTransaction?: (trx: Tx, launchId: string) => Promise<void>;
+    /** The id, when it was decided before (a creator-signed launch's plan derives from it). */
+    id?: string | undefined;
+    /**
+     * A creator-signed launch (docs/signing.md): it waits for signatures (`awaiting_signatures`,
+     * `launch.awaiting_signatures`) until `deadlineMs` from now; `insert` writes its signing state.
+     */
+    awaitingSignatures?: { count: number; expiresAt: number; deadlineMs: number; insert(trx: Tx, launchId: string, now: number): Promise<void> } | undefined;
   },
 ): Promise<string> {
-  const id = newSortableId('lch');
+  const id = args.id ?? newSortableId('lch');
   const now = deps.clock.now();
   const steps = stepsFor(args.request);
+  const awaiting = args.awaitingSignatures;
   let handoff = newHandoff();
   await deps.db.transaction().execute(async (trx) => {
     await lockBound(trx, `launches:${args.owner}`);
@@ -53,11 +61,11 @@ export async function createLaunch(
       .selectFrom('launches')
       .select((eb) => [eb.fn.countAll<number>().as('n'), boundOverride(eb, args.owner, 'launchesInFlight').as('override')])
       .where('owner', '=', args.owner)
-      .where('status', 'in', ['queued', 'processing'])
+      .where('status', 'in', ['awaiting_signatures', 'queued', 'processing'])
       .executeTakeFirstOrThrow();
     const max = override === null ? (deps.maxLaunchesInFlight ?? DEFAULT_OWNER_LIMITS.launchesInFlight) : Number(override);
     if (Number(n) >= max) {
-      throw new LimitReachedError(`This owner already has ${max} launches queued or processing, the most allowed; retry when one has finished`, 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER', max);
+      throw new LimitReachedError(`This owner already has ${max} launches waiting for signatures, queued or processing, the most allowed; retry when one has finished`, 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER', max);
     }
     await args.reserve?.(trx, id);
     await insertLaunch(trx, {
@@ -70,17 +78,21 @@ export async function createLaunch(
       payer: args.payer ?? null,
       steps,
       now,
+      ...(awaiting ? { status: 'awaiting_signatures' as const, runAfter: now + awaiting.deadlineMs } : {}),
     });
     handoff = newHandoff();
+    await awaiting?.insert(trx, id, now);
     await recordEvent(
       trx,
       deps.clock,
-      {
-        launchId: id,
-        event: 'launch.queued',
-        requestId: args.requestId,
-        data: { status: 'queued', name: args.request.name, ticker: args.request.ticker, totalSupply: args.request.totalSupply.toString(), steps },
-      },
+      awaiting
+        ? { launchId: id, event: 'launch.awaiting_signatures', requestId: args.requestId, data: { count: awaiting.count, expiresAt: new Date(awaiting.expiresAt).toISOString() } }
+        : {
+            launchId: id,
+            event: 'launch.queued',
+            requestId: args.requestId,
+            data: { status: 'queued', name: args.request.name, ticker: args.request.ticker, totalSupply: args.request.totalSupply.toString(), steps },
+          },
       handoff,
     );
     await args.inTransaction?.(trx, id);

@@ -12,7 +12,7 @@ import { failStep, updateLeasedLaunchOrThrow, type LaunchLease } from './runStor
  */
 export async function failLaunch(
   deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; lease: LaunchLease; funding?: Pick<Funding, 'release'> | undefined },
-  failure: { step: string; code: string; message: string; results: Record<string, unknown> },
+  failure: { step: string; code: string; message: string; results: Record<string, unknown>; deadLetter?: boolean },
 ): Promise<void> {
   const { launch } = deps;
   const error = { code: failure.code, message: failure.message, step: failure.step };
@@ -29,7 +29,8 @@ export async function failLaunch(
     });
     // The reservation closes with the launch: what it did not spend is free again.
     await deps.funding?.release(trx, launch.id);
-    await insertDeadLetter(trx, { kind: 'launch', owner: launch.owner, launchId: launch.id, step: failure.step, errorCode: failure.code, errorMessage: failure.message, now });
+    // A launch that never started (unsigned at its signing deadline) has nothing to review or retry.
+    if (failure.deadLetter !== false) await insertDeadLetter(trx, { kind: 'launch', owner: launch.owner, launchId: launch.id, step: failure.step, errorCode: failure.code, errorMessage: failure.message, now });
   });
   deps.signal.notify();
 }

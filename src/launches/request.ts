@@ -148,6 +148,8 @@ export const launchRequestSchema = z
       })
       .optional(),
     revokeMintAuthority: z.boolean().default(false),
+    // Who signs and pays (docs/signing.md): the owner's funding wallet, or the creator's own wallet.
+    signing: z.enum(['service', 'creator']).default('service'),
     webhookUrl: z.string().max(2048).refine(isHttpUrl, { message: 'must be an absolute http(s) URL' }),
     webhookSecret: z.string().min(16, 'must be at least 16 characters').max(256),
   })
@@ -166,6 +168,11 @@ export const launchRequestSchema = z
       const allocation = section === 'dao' ? 'treasury' : section;
       if (present && share === 0) ctx.addIssue({ code: 'custom', path: [section], message: `requires a non-zero allocations.${allocation}` });
       if (!present && share > 0) ctx.addIssue({ code: 'custom', path: [section], message: `is required when allocations.${allocation} is non-zero` });
+    }
+    if (req.signing === 'creator') {
+      // Not built yet for creator signing (docs/signing.md): these steps are refused, not half-run.
+      if (req.dao !== undefined) ctx.addIssue({ code: 'custom', path: ['dao'], message: 'is not built yet for creator-signed launches (signing "creator")' });
+      if (req.pool !== undefined) ctx.addIssue({ code: 'custom', path: ['pool'], message: 'is not built yet for creator-signed launches (signing "creator")' });
     }
     if (req.dao && req.tokenStandard === 'token-2022') {
       ctx.addIssue({ code: 'custom', path: ['tokenStandard'], message: 'must be spl-token when dao is requested (SPL Governance rejects Token-2022 mints)' });
@@ -258,9 +265,10 @@ function withArticle(type: string): string {
 
 /** The stored form of a request: JSON-safe, without the webhook secret. */
 export function storedRequest(req: LaunchRequest, operatorFee?: OperatorFee): Record<string, unknown> {
-  const { webhookSecret: _secret, totalSupply, ...rest } = req;
+  const { webhookSecret: _secret, totalSupply, signing, ...rest } = req;
   const fee = operatorFee && operatorFee.lamports > 0 ? { operatorFee: { lamports: String(operatorFee.lamports), recipient: operatorFee.recipient } } : {};
-  return { ...rest, totalSupply: totalSupply.toString(), ...fee };
+  // `signing` is stored (and shown) only when the creator signs; the default stays implicit.
+  return { ...rest, totalSupply: totalSupply.toString(), ...fee, ...(signing === 'creator' ? { signing } : {}) };
 }
 
 /**

@@ -105,6 +105,13 @@ async function runSteps(args: RunArgs): Promise<RunOutcome> {
     return startStep(conn, lease, { step: next.step.name, now: clock.now() });
   };
 
+  if (launch.status === 'awaiting_signatures') {
+    // Claimed at its signing deadline, still unsigned (docs/signing.md): nothing was sent for it.
+    const message = `The creator did not sign every transaction of the launch by its signing deadline (SIGNING_DEADLINE); none of them was sent`;
+    await failLaunch(args, { step: 'signing', code: 'signature_timeout', message, results, deadLetter: false });
+    return { kind: 'failed', step: 'signing', code: 'signature_timeout' };
+  }
+
   let attempt: number | undefined;
   if (launch.status === 'queued') {
     let handoff = newHandoff();

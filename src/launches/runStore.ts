@@ -31,7 +31,8 @@ export class LeaseLostError extends Error {
 }
 
 /**
- * Claims the oldest runnable launch with a lease in one statement: queued or processing, due, not
+ * Claims the oldest runnable launch with a lease in one statement: queued or processing (or awaiting
+ * signatures past its signing deadline), due, not
  * leased (or its lease expired, i.e. its runner died or stalled), and not one this process already
  * runs (`running`). The claim bumps the fencing token. `now` comes from the lease clock; on
  * PostgreSQL lease deadlines use the database clock instead (`leaseNow`) and the candidate is
@@ -59,7 +60,8 @@ const claimStatement = compiledQuery<Record<string, string | number>, LaunchRow>
       eb
         .selectFrom('launches')
         .select('id')
-        .where('status', 'in', ['queued', 'processing'])
+        // awaiting_signatures: only once its signing deadline (its run_after) came, to fail it.
+        .where('status', 'in', ['awaiting_signatures', 'queued', 'processing'])
         .where('run_after', '<=', p.now as number)
         .where((w) => w.or([w('lease_owner', 'is', null), w('lease_expires_at', '<', leaseNow(db, p.now as number))]))
         .$if(running.length > 0, (q) => q.where('id', 'not in', running))

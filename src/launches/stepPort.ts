@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { PendingTx, StepName, StepOutcome } from '../chain/steps/types.js';
+import type { PendingTx, SignedTx, StepName, StepOutcome } from '../chain/steps/types.js';
 
 /**
  * The one port between the launch runner and whatever executes steps (the chain executors in
@@ -20,6 +20,11 @@ export interface StepRunInput {
   payerSeed?: Uint8Array | undefined;
   /** What the launch may still spend of its reservation (owner-funded launches). */
   budgetLamports?: number | undefined;
+  /**
+   * A creator-signed launch (docs/signing.md): the creator pays (its address) and this step's
+   * transactions are the ones the creator signed, by label; nothing is signed by the service.
+   */
+  signing?: { payer: string; transactions: Record<string, SignedTx> } | undefined;
   /** Persists a signed transaction before it is sent; resolves once it is durable. */
   recordPending(label: string, tx: PendingTx): Promise<void>;
   logger: Logger;

@@ -2,17 +2,31 @@ import { currentTraceparent } from '../lib/tracing.js';
 import type { DbOrTx } from '../db/database.js';
 import type { LaunchRow, LaunchStatus, StepRow } from '../db/schema.js';
 
-/** Inserts a queued launch and its pending steps. */
+/** Inserts a queued launch (or one awaiting its creator's signatures) and its pending steps. */
 export async function insertLaunch(
   trx: DbOrTx,
-  args: { id: string; owner: string; request: string; webhookUrl: string; webhookSecretEnc: string; requestId: string; payer?: string | null; steps: string[]; now: number },
+  args: {
+    id: string;
+    owner: string;
+    request: string;
+    webhookUrl: string;
+    webhookSecretEnc: string;
+    requestId: string;
+    payer?: string | null;
+    steps: string[];
+    now: number;
+    /** `awaiting_signatures` for a creator-signed launch (default `queued`). */
+    status?: 'queued' | 'awaiting_signatures';
+    /** When the runner looks at it first (a creator-signed launch: its signing deadline). */
+    runAfter?: number;
+  },
 ): Promise<void> {
   await trx
     .insertInto('launches')
     .values({
       id: args.id,
       owner: args.owner,
-      status: 'queued',
+      status: args.status ?? 'queued',
       request: args.request,
       webhook_url: args.webhookUrl,
       webhook_secret_enc: args.webhookSecretEnc,
@@ -20,7 +34,7 @@ export async function insertLaunch(
       request_id: args.requestId,
       lease_owner: null,
       lease_expires_at: null,
-      run_after: args.now,
+      run_after: args.runAfter ?? args.now,
       created_at: args.now,
       updated_at: args.now,
       started_at: null,

@@ -11,6 +11,10 @@ import { curveRequestProblems } from './curveRequest.js';
 import { parseLaunchRequest, storedRequest, type LaunchRequest } from './request.js';
 import { stepsFor } from './steps.js';
 import { findLaunch, findSteps } from './store.js';
+import type { Signing } from './signing/signing.js';
+import type { Tx } from '../db/database.js';
+import { newSortableId } from '../lib/ids.js';
+import { NonRetriableError } from '../lib/retry.js';
 
 export interface SubmitLaunchDeps extends CreateLaunchDeps {
   production: boolean;
@@ -20,6 +24,8 @@ export interface SubmitLaunchDeps extends CreateLaunchDeps {
   checkCapabilities(request: LaunchRequest): Promise<CapabilityGap | undefined>;
   /** The owner's funding (docs/funding.md): every launch reserves its quote in its own transaction. */
   funding?: Pick<Funding, 'prepare' | 'reserve' | 'quote'> | undefined;
+  /** Creator-signed launches (docs/signing.md); without it `signing: "creator"` is refused. */
+  signing?: Pick<Signing, 'prepare' | 'insert' | 'quote' | 'deadlineMs'> | undefined;
 }
 
 export interface SubmitLaunchInput {
@@ -88,8 +94,20 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
     return { kind: 'created', launch, steps: await findSteps(deps.db, launchId) };
   }
 
+  async function createCreatorSigned(input: SubmitLaunchInput, request: LaunchRequest, key: string | undefined, onCommit?: () => void): Promise<string> {
+    const launchId = await createCreatorSignedLaunch(
+      deps,
+      input,
+      request,
+      key === undefined ? undefined : (trx, id) => completeIdempotencyKey(trx, { owner: input.owner, key, launchId: id, status: 202 }),
+    );
+    onCommit?.();
+    return launchId;
+  }
+
   async function validateAndCreate(input: SubmitLaunchInput, key: string | undefined, onCommit?: () => void): Promise<string> {
     const request = await validateLaunchRequest(deps, input.body, input.logger);
+    if (request.signing === 'creator') return createCreatorSigned(input, request, key, onCommit);
     const prepared = deps.funding
       ? await deps.funding.prepare(input.owner, planFromRequest('quote', storedRequest(request, deps.operatorFee)), stepsFor(request)).catch((error: unknown) => {
           input.logger.warn({ err: error }, 'funding check failed');
@@ -116,6 +134,35 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
 }
 
 /**
+ * A creator-signed create (docs/signing.md): the launch is planned under the id it will have, the
+ * setup transaction built, and the launch committed `awaiting_signatures` with its signing state.
+ * Nobody's funds are reserved: the creator pays, once it signs.
+ */
+async function createCreatorSignedLaunch(
+  deps: SubmitLaunchDeps,
+  input: SubmitLaunchInput,
+  request: LaunchRequest,
+  inTransaction: ((trx: Tx, id: string) => Promise<void>) | undefined,
+): Promise<string> {
+  const signing = deps.signing;
+  if (!signing) throw new UnprocessableError('unprocessable_entity', 'This service does not run creator-signed launches');
+  const id = newSortableId('lch');
+  const prepared = await signing.prepare(id, planFromRequest(id, storedRequest(request, deps.operatorFee)), stepsFor(request)).catch((error: unknown) => {
+    if (error instanceof NonRetriableError) throw new UnprocessableError('unprocessable_entity', error.message);
+    input.logger.warn({ err: error }, 'creator-signed planning failed');
+    throw new UnavailableError('The chain could not be reached to plan this launch; retry with the same Idempotency-Key', 5);
+  });
+  return createLaunch(deps, {
+    id,
+    owner: input.owner,
+    request,
+    requestId: input.requestId,
+    awaitingSignatures: { count: 1, expiresAt: prepared.setupExpiresAt, deadlineMs: signing.deadlineMs, insert: (trx, launchId, now) => signing.insert(trx, launchId, prepared, now) },
+    inTransaction,
+  });
+}
+
+/**
  * Validates a launch body as create does (every bad field named) and checks that the chain has
  * every program it needs; the quote validates with it too, so both refuse alike.
  */
@@ -139,10 +186,18 @@ export async function validateLaunchRequest(
 
 /** `POST /api/launches/quote`: the launch body validated as create does, priced against the owner's wallet; creates nothing. */
 export async function quoteLaunch(
-  deps: Pick<SubmitLaunchDeps, 'production' | 'checkCapabilities' | 'operatorFee'> & { funding: Pick<Funding, 'quote'> },
+  deps: Pick<SubmitLaunchDeps, 'production' | 'checkCapabilities' | 'operatorFee' | 'signing'> & { funding: Pick<Funding, 'quote'> },
   input: { owner: string; body: unknown; logger: Logger },
 ): Promise<LaunchQuote> {
   const request = await validateLaunchRequest(deps, input.body, input.logger);
+  if (request.signing === 'creator') {
+    const signing = deps.signing;
+    if (!signing) throw new UnprocessableError('unprocessable_entity', 'This service does not run creator-signed launches');
+    return signing.quote(planFromRequest('quote', storedRequest(request, deps.operatorFee)), stepsFor(request)).catch((error: unknown) => {
+      input.logger.warn({ err: error }, 'quote failed');
+      throw new UnavailableError('The chain could not be reached to price this launch; retry in a moment', 5);
+    });
+  }
   return deps.funding.quote(input.owner, planFromRequest('quote', storedRequest(request, deps.operatorFee)), stepsFor(request)).catch((error: unknown) => {
     if (error instanceof DomainError) throw error;
     input.logger.warn({ err: error }, 'quote failed');

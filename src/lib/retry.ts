@@ -16,7 +16,7 @@ export type TransientCode =
   | 'transaction_not_found';
 
 /** The codes of {@link NonRetriableError} (docs/api.md, Launch lifecycle). */
-export type NonRetriableCode = 'chain_capability_missing' | 'insufficient_balance' | 'internal_error' | 'invalid_configuration' | 'program_error' | 'reservation_exceeded';
+export type NonRetriableCode = 'chain_capability_missing' | 'insufficient_balance' | 'internal_error' | 'invalid_configuration' | 'program_error' | 'reservation_exceeded' | 'transaction_unlandable';
 
 /**
  * A failure worth retrying with backoff (RPC timeout, 429/5xx, blockhash expired, breaker open).

@@ -76,7 +76,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'list_launches',
     description: 'Your launches, newest first (GET /api/launches).',
-    inputSchema: { status: z.enum(['queued', 'processing', 'complete', 'failed']).optional(), ...page },
+    inputSchema: { status: z.enum(['awaiting_signatures', 'queued', 'processing', 'complete', 'failed']).optional(), ...page },
     annotations: read,
     rest: (args) => ({ method: 'GET', path: `/api/launches${query(args, ['status', 'limit', 'offset'])}` }),
   },
@@ -104,6 +104,28 @@ export const TOOLS: readonly ToolDefinition[] = [
     },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     rest: (args) => ({ method: 'POST', path: `/api/launches/${seg(args.launchId)}/fees/claim`, headers: { 'idempotency-key': String(args.idempotencyKey) } }),
+  },
+  {
+    name: 'get_signing_request',
+    description:
+      "A creator-signed launch's transactions for the creator to sign: each message's bytes (base64) and signers (GET /api/launches/{id}/signing, docs/signing.md). The creator's wallet signs; this service never holds that key.",
+    inputSchema: { launchId: id('launch') },
+    annotations: read,
+    rest: (args) => ({ method: 'GET', path: `/api/launches/${seg(args.launchId)}/signing` }),
+  },
+  {
+    name: 'submit_signatures',
+    description:
+      "The creator's signatures of a creator-signed launch's transactions (POST /api/launches/{id}/signatures): each verified before any is stored; a wrong one is invalid_signature naming its index. Once all are signed the launch is queued.",
+    inputSchema: {
+      launchId: id('launch'),
+      signatures: z
+        .array(z.strictObject({ index: z.number().int().min(0).describe('The transaction index of the signing request'), signature: z.string().max(100).describe('base58 Ed25519 signature of its message') }))
+        .min(1)
+        .max(64),
+    },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    rest: (args) => ({ method: 'POST', path: `/api/launches/${seg(args.launchId)}/signatures`, body: { signatures: args.signatures } }),
   },
   {
     name: 'get_funding',

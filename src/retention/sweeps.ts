@@ -18,7 +18,7 @@ type SweptTables = {
 };
 
 /** Launch statuses in which a launch is still being worked on: nothing of it is deleted. */
-const IN_FLIGHT = ['queued', 'processing'] as const;
+const IN_FLIGHT = ['awaiting_signatures', 'queued', 'processing'] as const;
 /** Delivery statuses that may still send: the event stays. */
 const UNSETTLED = ['pending', 'paused'] as const;
 
@@ -185,8 +185,8 @@ export function sweepRateLimitWindows(db: Db, args: { cutoff: number; limit: num
 
 /**
  * Launches that ended (complete or failed) before `cutoff` and have nothing left in the other
- * swept tables — no event (so no delivery), no watch, no dead letter — with their steps and
- * idempotency keys. Only with `LAUNCH_RETENTION` set: launches are the customer's record.
+ * swept tables — no event (so no delivery), no watch, no dead letter — with their steps,
+ * signing state (creator-signed launches) and idempotency keys. Only with `LAUNCH_RETENTION` set: launches are the customer's record.
  */
 export function sweepEndedLaunches(db: Db, args: { cutoff: number; limit: number }): Promise<SweepResult> {
   return inTransaction(db, async (trx) => {
@@ -210,6 +210,8 @@ export function sweepEndedLaunches(db: Db, args: { cutoff: number; limit: number
     await trx.deleteFrom('launch_steps').where('launch_id', 'in', ids).execute();
     await trx.withTables<{ curve_migrations: { launch_id: string } }>().deleteFrom('curve_migrations').where('launch_id', 'in', ids).execute();
     await trx.withTables<{ fee_claims: { launch_id: string } }>().deleteFrom('fee_claims').where('launch_id', 'in', ids).execute();
+    await trx.deleteFrom('launch_signing_txs').where('launch_id', 'in', ids).execute();
+    await trx.deleteFrom('launch_signing').where('launch_id', 'in', ids).execute();
     const r = await trx.deleteFrom('launches').where('id', 'in', ids).where('status', 'in', ['complete', 'failed']).executeTakeFirst();
     return Number(r.numDeletedRows);
   });

@@ -10,11 +10,15 @@ import { z } from 'zod';
 const address = z.string().describe('base58 address');
 const signature = z.string().describe('base58 transaction signature');
 const amount = z.string().regex(/^\d+$/).describe('raw base units as a decimal string');
-const transaction = z.looseObject({ type: z.string().describe('mint | metadata | distribution | vesting | dao | pool | …'), signature });
+const transaction = z.looseObject({ type: z.string().describe('mint | metadata | distribution | vesting | dao | pool | nonce_rent | …'), signature });
 
 const launchStatus = (status: 'queued' | 'processing') => z.looseObject({ status: z.literal(status) });
 
 export const EVENT_DATA_SCHEMAS = {
+  'launch.awaiting_signatures': z.looseObject({
+    count: z.number().int().min(1).describe('transactions offered for the creator to sign'),
+    expiresAt: z.string().describe('when they stop being accepted: the setup\'s blockhash expiry, then the signing deadline'),
+  }),
   'launch.queued': launchStatus('queued').extend({
     retry: z.boolean().optional().describe('true when a failed launch was requeued from its dead letter'),
     resumeAt: z.string().nullable().optional().describe('the step a requeued launch resumes at'),
@@ -91,6 +95,7 @@ export type DocumentedEventKind = keyof typeof EVENT_DATA_SCHEMAS;
 
 /** When each kind is sent (docs/events.md's "When" column, shortened): `GET /api/event-types` and OpenAPI's `webhooks` show it. */
 export const EVENT_DESCRIPTIONS: Record<DocumentedEventKind, string> = {
+  'launch.awaiting_signatures': 'A creator-signed launch offers transactions for its creator to sign (its setup, then the launch\'s).',
   'launch.queued': 'The launch was accepted, or requeued from its dead letter (then retry: true and resumeAt).',
   'launch.processing': 'The runner started the launch\'s first step.',
   'launch.step_complete': 'A step committed: its transactions and the addresses it created.',

@@ -4,6 +4,7 @@ import { SAMPLE, WATCHER_SAMPLES } from '../watcher/events.js';
 
 /** Every event kind of docs/events.md; the test route accepts each of them. */
 export const WEBHOOK_EVENT_KINDS = [
+  'launch.awaiting_signatures',
   'launch.queued',
   'launch.processing',
   'launch.step_complete',
@@ -44,6 +45,8 @@ const TREASURY_TOKEN = 'TrTk3nP8qLwX2vCm7RbZ5yHdJ4fGs9aKoUeNiVtYxBq1';
 
 function sampleData(event: WebhookEventKind): unknown {
   switch (event) {
+    case 'launch.awaiting_signatures':
+      return { count: 4, expiresAt: '2026-01-02T03:04:05.000Z' };
     case 'launch.queued':
       return { status: 'queued' };
     case 'launch.processing':

@@ -7,6 +7,8 @@ import { launchRequestSchema } from '../../src/launches/request.js';
 import { startHttpServer } from '../../src/http/server.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { PublicKey } from '@solana/web3.js';
+import { creatorWallet } from '../signing/support/creator.js';
 
 /** The MCP server at /mcp with the SDK's own client over real HTTP (docs/mcp.md). */
 let t: TestService;
@@ -42,7 +44,7 @@ describe('the MCP server', () => {
     const key = await t.key('acme', ['launches:read', 'launches:write']);
     const client = await connectAs(key);
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['claim_fees', 'create_launch', 'create_webhook_endpoint', 'get_fees', 'get_funding', 'get_launch', 'list_launch_events', 'list_launches', 'list_webhook_endpoints', 'quote_launch', 'send_test_webhook']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['claim_fees', 'create_launch', 'create_webhook_endpoint', 'get_fees', 'get_funding', 'get_launch', 'get_signing_request', 'list_launch_events', 'list_launches', 'list_webhook_endpoints', 'quote_launch', 'send_test_webhook', 'submit_signatures']);
     const create = tools.find((tool) => tool.name === 'create_launch')!;
     expect(create.inputSchema.required).toContain('idempotencyKey');
     expect(create.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true });
@@ -113,6 +115,24 @@ describe('the MCP server', () => {
     expect(test.body.properties.event.enum).toContain('launch.complete');
   });
 
+  it('hands a creator the signing request and takes its signatures, refusing a wrong one as invalid_signature', async () => {
+    const key = await t.key('acme', ['launches:read', 'launches:write']);
+    const client = await connectAs(key);
+    const creator = creatorWallet();
+    await t.service.chain.requestAirdrop!(new PublicKey(creator.address), 1_000_000_000n);
+    const id = await t.createLaunch(key, launchBody({ creator: creator.address, signing: 'creator' }));
+    const request = (await client.callTool({ name: 'get_signing_request', arguments: { launchId: id } })) as ToolAnswer;
+    expect(request.isError).toBeFalsy();
+    const setup = request.structuredContent.signing.transactions[0] as { index: number; message: string };
+    const message = Buffer.from(setup.message, 'base64');
+    const wrong = (await client.callTool({ name: 'submit_signatures', arguments: { launchId: id, signatures: [{ index: 0, signature: creatorWallet().sign(message) }] } })) as ToolAnswer;
+    expect(wrong.isError).toBe(true);
+    expect(wrong.structuredContent.error).toMatchObject({ code: 'invalid_signature', details: { index: 0 } });
+    const signed = (await client.callTool({ name: 'submit_signatures', arguments: { launchId: id, signatures: [{ index: 0, signature: creator.sign(message) }] } })) as ToolAnswer;
+    expect(signed.isError).toBeFalsy();
+    expect(signed.structuredContent.signing.transactions.map((tx: { step: string }) => tx.step)).toEqual(['setup', 'create_mint', 'distribute_supply', 'close_nonces']);
+  });
+
   it('refuses bad arguments of every tool in the envelope\'s words, launching and sending nothing', async () => {
     const key = await t.key('acme', ['launches:read', 'launches:write']);
     const client = await connectAs(key);
@@ -138,6 +158,10 @@ describe('the MCP server', () => {
       ['send_test_webhook', {}, 'invalid_request', 'body'],
       ['list_webhook_endpoints', { limit: 1000 }, 'invalid_request', 'limit'],
       ['create_webhook_endpoint', { url: 'not a url' }, 'invalid_request', 'url'],
+      ['get_signing_request', { launchId: 'lch_nope' }, 'not_found', undefined],
+      ['submit_signatures', { launchId: 'lch_nope', signatures: [] }, 'invalid_request', 'signatures'],
+      ['submit_signatures', { launchId: 'lch_nope', signatures: [{ index: 0, signature: 'x' }] }, 'invalid_request', 'signature'],
+      ['submit_signatures', { launchId: 'lch_nope', signatures: [{ index: 0, signature: '1'.repeat(64) }] }, 'not_found', undefined],
       ['no_such_tool', {}, 'not_found', undefined],
     ];
     for (const [name, args, code, field] of refusals) {

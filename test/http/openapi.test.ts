@@ -14,6 +14,8 @@ describe('GET /api/openapi', () => {
       'GET /api/launches',
       'GET /api/launches/{id}',
       'GET /api/launches/{id}/deliveries',
+      'GET /api/launches/{id}/signing',
+      'POST /api/launches/{id}/signatures',
       'POST /api/deliveries/{id}/redeliver',
       'GET /api/dead-letters',
       'POST /api/dead-letters/{id}/retry',

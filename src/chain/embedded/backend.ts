@@ -17,7 +17,7 @@ import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
 import { missingProgramsLine, type NamedProgram } from '../missingPrograms.js';
 import { createProgramCloner, programCache, type CloneProgram, type ProgramCloner } from './clone.js';
 import { findProgramFiles, programFileProblem, ProgramFileError, type GenesisHook } from './programs.js';
-import { balanceOf, createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, simulate, syncClock, type Execution } from './svm.js';
+import { admitDurableNonce, renewNonce, balanceOf, createSvm, decodeTransaction, execute, readAccountInfo, readStored, restore, rollback, simulate, syncClock, type Execution } from './svm.js';
 import { findSignature, loadAccounts, saveProcessed, type ProcessedWrite } from './store.js';
 import { BLOCKHASH_VALIDITY_BLOCKS, createTimeline, type ChainTime } from './timeline.js';
 
@@ -206,7 +206,12 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   const sendNow = async (bytes: Uint8Array): Promise<string> => {
     const tx = decodeTransaction(bytes);
     if ((await status(tx.signature)) !== null) return tx.signature; // already processed
-    if (timeline.validHeightOf(tx.blockhash) === undefined) {
+    if (tx.nonceAccount !== undefined) {
+      // A durable-nonce transaction lands while its account holds that nonce, at any height.
+      if (!admitDurableNonce(svm, tx.nonceAccount, tx.blockhash)) {
+        throw new TransientError('blockhash_expired', `nonce account ${tx.nonceAccount} does not hold the nonce ${tx.blockhash} (advanced or closed)`);
+      }
+    } else if (timeline.validHeightOf(tx.blockhash) === undefined) {
       throw new TransientError('blockhash_expired', `blockhash ${tx.blockhash} not found or expired`);
     }
     const time = timeline.now();
@@ -214,6 +219,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     const before = tx.writable.map((a) => readStored(svm, a));
     const balancesBefore = snapshotBalances(svm, tx.keys);
     const outcome = execute(svm, bytes);
+    if (tx.nonceAccount !== undefined && (outcome.ok || outcome.executed)) renewNonce(svm, tx.nonceAccount, tx.signature);
     const failure = outcome.ok ? undefined : classifyTransactionFailure(outcome.text);
     if (outcome.ok || outcome.executed) {
       const err = outcome.ok ? null : (/err: (.*?), meta:/.exec(outcome.text)?.[1] ?? 'failed');

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { address, getTransactionDecoder, lamports as toLamports, type Address } from '@solana/kit';
 import { VersionedTransaction, type AccountInfo, PublicKey } from '@solana/web3.js';
 import bs58 from 'bs58';
@@ -23,6 +24,8 @@ export interface DecodedTransaction {
   keys: string[];
   numSignatures: number;
   bytes: Uint8Array;
+  /** The nonce account of a durable-nonce transaction (its first instruction advances it); its `blockhash` is then that nonce. */
+  nonceAccount?: string | undefined;
 }
 
 /** What a run (or simulation) reports besides success: logs, compute, inner instructions, error. */
@@ -56,6 +59,7 @@ export function decodeTransaction(bytes: Uint8Array): DecodedTransaction {
   if (!first) throw new Error('transaction has no signature');
   const keys = tx.message.staticAccountKeys;
   const writable = keys.filter((_, i) => tx.message.isAccountWritable(i)).map((k) => k.toBase58());
+  const nonceAccount = advancedNonce(keys, tx.message.compiledInstructions[0]);
   return {
     signature: bs58.encode(first),
     blockhash: tx.message.recentBlockhash,
@@ -63,8 +67,23 @@ export function decodeTransaction(bytes: Uint8Array): DecodedTransaction {
     keys: keys.map((k) => k.toBase58()),
     numSignatures: tx.message.header.numRequiredSignatures,
     bytes,
+    nonceAccount,
   };
 }
+
+/** The System program's AdvanceNonceAccount instruction index (a u32, little-endian, leads its data). */
+const ADVANCE_NONCE_ACCOUNT = 4;
+
+/** The nonce account a transaction's first instruction advances, when it is AdvanceNonceAccount (a durable-nonce transaction). */
+function advancedNonce(keys: PublicKey[], first: { programIdIndex: number; accountKeyIndexes: number[]; data: Uint8Array } | undefined): string | undefined {
+  if (!first || first.data.length < 4) return undefined;
+  if (!keys[first.programIdIndex]?.equals(SYSTEM_PROGRAM)) return undefined;
+  if (Buffer.from(first.data).readUInt32LE(0) !== ADVANCE_NONCE_ACCOUNT) return undefined;
+  const account = first.accountKeyIndexes[0];
+  return account === undefined ? undefined : keys[account]?.toBase58();
+}
+
+const SYSTEM_PROGRAM = new PublicKey('11111111111111111111111111111111');
 
 /**
  * The native LiteSVM object under the `litesvm` wrapper, which takes raw 32-byte addresses and
@@ -225,4 +244,41 @@ export function readAccountInfo(svm: LiteSVM, pubkey: PublicKey): AccountInfo<Bu
     data: Buffer.from(acc.data),
     rentEpoch: Number.MAX_SAFE_INTEGER,
   };
+}
+
+/** Bytes of a nonce account (version, state, authority, nonce, fee calculator). */
+const NONCE_ACCOUNT_LENGTH = 80;
+
+/** The nonce a nonce account holds (base58), or undefined when it is no initialized nonce account. */
+export function storedNonce(svm: LiteSVM, account: string): string | undefined {
+  const stored = readStored(svm, account);
+  if (!stored || stored.owner !== SYSTEM_PROGRAM.toBase58() || stored.data.length !== NONCE_ACCOUNT_LENGTH) return undefined;
+  const data = Buffer.from(stored.data);
+  if (data.readUInt32LE(4) !== 1) return undefined; // State::Initialized
+  return bs58.encode(data.subarray(40, 72));
+}
+
+/**
+ * LiteSVM runs without its own blockhash check, so a durable-nonce transaction is checked here as
+ * a node checks it: its blockhash must be the nonce its account holds now (false otherwise: it can
+ * never land).
+ */
+export function admitDurableNonce(svm: LiteSVM, account: string, blockhash: string): boolean {
+  const current = storedNonce(svm, account);
+  return current !== undefined && current === blockhash;
+}
+
+/**
+ * After a durable-nonce transaction ran: its account holds a new nonce, as a cluster's advance
+ * takes it from the block's blockhash. LiteSVM derives it from the transaction's own blockhash, so
+ * accounts initialized together (one nonce) would all advance to one value, and a later
+ * transaction on another of them could not withdraw them (its advance's value is theirs); a value
+ * of this transaction's own keeps them apart.
+ */
+export function renewNonce(svm: LiteSVM, account: string, signature: string): void {
+  const stored = readStored(svm, account);
+  if (!stored || storedNonce(svm, account) === undefined) return;
+  const data = Buffer.from(stored.data);
+  createHash('sha256').update('embedded-durable-nonce').update(signature).digest().copy(data, 40);
+  restore(svm, { ...stored, data });
 }

@@ -18,6 +18,7 @@ export const createMetadata: StepExecutor = async (ctx) => {
   const { plan, chain, keys } = ctx;
   const mint = keys.mint.publicKey;
   if (plan.tokenStandard === 'token-2022') {
+    if (ctx.capture) return { result: { metadata: mint.toBase58() }, transactions: [] }; // planning: the mint is not there yet
     const state = await readMint(chain, mint, tokenProgramOf(plan));
     const meta = state ? readTokenMetadata(state) : null;
     if (!meta || meta.name !== plan.name || meta.symbol !== plan.ticker || meta.uri !== plan.uri) {

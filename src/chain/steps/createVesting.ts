@@ -54,6 +54,7 @@ export function createVestingStep(ids: Pick<ProgramIds, 'vesting'> = DEFAULT_PRO
       postcondition: async () => (await existing()) !== null,
     });
 
+    if (ctx.capture) return { result: { vestingContract: escrow.toBase58() }, transactions: [] }; // planning: nothing was sent
     const state = await existing();
     if (!state) throw new NonRetriableError('program_error', `vesting escrow ${escrow.toBase58()} is missing after its transaction`);
     const schedule = {

@@ -37,6 +37,11 @@ export async function requireProgram(chain: ChainBackend, programId: PublicKey, 
  * creating instructions would fail on the existing accounts. Returns null in that case.
  */
 export async function sendOnce(ctx: StepContext, spec: IdempotentSend): Promise<SendResult | null> {
+  if (ctx.capture) {
+    // Planning a creator-signed launch: the transaction is built for signing, nothing is sent.
+    ctx.capture({ label: spec.label, type: spec.type, instructions: spec.instructions(), signers: spec.signers, rentLamports: spec.rentLamports });
+    return null;
+  }
   if (ctx.pending[spec.label] === undefined && (await spec.postcondition())) {
     ctx.logger.info({ tx: spec.label }, 'effect already on chain; nothing to send');
     return null;

@@ -1,6 +1,6 @@
 import type { Logger } from '../../lib/logger.js';
 import type { ChainBackend } from '../backend.js';
-import type { Keypair } from '@solana/web3.js';
+import type { Keypair, PublicKey, TransactionInstruction } from '@solana/web3.js';
 import type { LaunchKeys } from '../keys.js';
 import type { CurvePoolPlan } from '../programs/dbc/curve.js';
 
@@ -66,6 +66,29 @@ export interface PendingTx {
   computeBudget?: { priorityFeeMicroLamports: number; computeUnitLimit: number | undefined };
 }
 
+/** A payer the service holds no key of (the creator of a creator-signed launch). */
+export interface PublicPayer {
+  readonly publicKey: PublicKey;
+}
+
+/** A transaction a step would send, as planning captures it (docs/signing.md). */
+export interface CapturedSend {
+  label: string;
+  type: string;
+  instructions: TransactionInstruction[];
+  /** Signers besides the payer (keys the service derives for the launch). */
+  signers: Keypair[];
+  rentLamports: number;
+}
+
+/** A fully signed creator-signed transaction: its durable nonce and its wire bytes (base64). */
+export interface SignedTx {
+  signature: string;
+  serialized: string;
+  nonceAccount: string;
+  nonce: string;
+}
+
 /** Everything a step needs; the runner builds it per attempt. */
 export interface StepContext {
   plan: LaunchPlan;
@@ -80,9 +103,17 @@ export interface StepContext {
   /**
    * Pays every transaction of the launch (fees, rent, the pool's quote SOL) and holds the
    * undistributed allocations: the owner's funding wallet, or the service's payer for a launch
-   * created before funding existed.
+   * created before funding existed. A creator-signed launch's payer is the creator, whose key the
+   * service never holds: only its public key, and the step's transactions come from `signed`.
    */
-  payer: Keypair;
+  payer: Keypair | PublicPayer;
+  /**
+   * Planning a creator-signed launch (docs/signing.md): each transaction a step would send is handed
+   * here instead of being signed and sent; the step's chain reads after its send are skipped.
+   */
+  capture?: ((spec: CapturedSend) => void) | undefined;
+  /** Landing a creator-signed launch: the transactions the creator signed, by label; sent as they are, never re-signed. */
+  signed?: Record<string, SignedTx> | undefined;
   /**
    * What the launch may still spend of its reservation (owner-funded launches); a send that could
    * need more fails before anything is signed. Decremented by each send.

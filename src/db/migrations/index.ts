@@ -30,6 +30,7 @@ import * as m043 from './043_trace_context.js';
 import * as m044 from './044_curve_migrations.js';
 import * as m045 from './045_claim_slot_spacing.js';
 import * as m046 from './046_fee_claims.js';
+import * as m047 from './047_creator_signing.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -64,6 +65,7 @@ export const migrations: Record<string, Migration> = {
   '044_curve_migrations': m044,
   '045_claim_slot_spacing': m045,
   '046_fee_claims': m046,
+  '047_creator_signing': m047,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -5,15 +5,17 @@ import { listWatches } from '../../watcher/store.js';
 import { presentMigration } from '../../watcher/graduation/store.js';
 import { findLaunch, findSteps, findStepsOf, listLaunches } from '../../launches/store.js';
 import type { LaunchStatus } from '../../db/schema.js';
+import type { Signing } from '../../launches/signing/signing.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { AppEnv } from '../env.js';
 import { readJson } from '../middleware/bodyGuards.js';
 import { requireScope } from '../middleware/auth.js';
 import { paginationBlock, readPage } from '../pagination.js';
 
-export type LaunchRouteDeps = SubmitLaunchDeps;
+/** `signing`: creator-signed launches' signing request and signatures (docs/signing.md). */
+export type LaunchRouteDeps = SubmitLaunchDeps & { signing?: Signing | undefined };
 
-const STATUSES: LaunchStatus[] = ['queued', 'processing', 'complete', 'failed'];
+const STATUSES: LaunchStatus[] = ['awaiting_signatures', 'queued', 'processing', 'complete', 'failed'];
 
 /** `POST/GET /launches`, `GET /launches/:id`. */
 export function createLaunchRoutes(deps: LaunchRouteDeps): Hono<AppEnv> {
@@ -52,6 +54,20 @@ export function createLaunchRoutes(deps: LaunchRouteDeps): Hono<AppEnv> {
     });
     const steps = await findStepsOf(deps.db, rows.map((r) => r.id));
     return c.json({ launches: rows.map((r) => presentLaunch(r, steps.get(r.id) ?? [])), pagination: paginationBlock(page, rows.length, total) });
+  });
+
+  // Creator-signed launches (docs/signing.md): what to sign, and the signatures.
+  app.get('/:id/signing', async (c) => {
+    const auth = requireScope(c, 'launches:read');
+    if (!deps.signing) throw notFound('This service does not run creator-signed launches');
+    return c.json({ signing: await deps.signing.request(c.req.param('id'), auth.isAdmin ? undefined : auth.owner) });
+  });
+
+  app.post('/:id/signatures', async (c) => {
+    const auth = requireScope(c, 'launches:write');
+    if (!deps.signing) throw notFound('This service does not run creator-signed launches');
+    const body = await readJson(c);
+    return c.json({ signing: await deps.signing.submit(c.req.param('id'), auth.isAdmin ? undefined : auth.owner, body) });
   });
 
   app.get('/:id', async (c) => {

@@ -27,6 +27,7 @@ export interface ThreadStepInput {
   pending: Record<string, PendingTx>;
   payerSeed?: Uint8Array | undefined;
   budgetLamports?: number | undefined;
+  signing?: WireStepInput['signing'];
   recordPending(label: string, tx: PendingTx): Promise<void>;
   logger: Logger;
 }
@@ -289,6 +290,7 @@ export function connectChainThread(
             pending: input.pending,
             payerSeed: input.payerSeed,
             budgetLamports: input.budgetLamports,
+            signing: input.signing,
             logBindings: input.logger.bindings(),
           },
         },

@@ -1,6 +1,7 @@
 import { PublicKey, type AccountInfo } from '@solana/web3.js';
 import { NonRetriableError, TransientError, type NonRetriableCode, type TransientCode } from '../../../lib/retry.js';
 import { ProgramFileError } from '../programs.js';
+import type { SignedTx } from '../../steps/types.js';
 
 /**
  * The messages between the main thread and the chain thread (`host.ts` serves, `client.ts` asks).
@@ -53,6 +54,8 @@ export interface WireStepInput {
   /** The funding wallet's seed (owner-funded launches); never logged. */
   payerSeed?: Uint8Array | undefined;
   budgetLamports?: number | undefined;
+  /** A creator-signed launch's payer and signed transactions (docs/signing.md). */
+  signing?: { payer: string; transactions: Record<string, SignedTx> } | undefined;
   logBindings: Record<string, unknown>;
 }
 

@@ -1,0 +1,296 @@
+import { NONCE_ACCOUNT_LENGTH, PublicKey } from '@solana/web3.js';
+import bs58 from 'bs58';
+import type { ChainBackend } from '../../chain/backend.js';
+import { deriveLaunchKeys } from '../../chain/keys.js';
+import { currentNonce } from '../../chain/landSigned.js';
+import type { LaunchPlan, StepExecutor, StepName } from '../../chain/steps/types.js';
+import type { Db, DbOrTx } from '../../db/database.js';
+import type { LaunchRow, SigningRow, SigningTxRow } from '../../db/schema.js';
+import type { Clock } from '../../lib/clock.js';
+import { ConflictError, InvalidInputError, NotFoundError, UnprocessableError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/logger.js';
+import { newHandoff, recordEvent, type OutboxSignal } from '../../webhooks/outbox.js';
+import { launchKeySecret } from '../chainStepRunner.js';
+import { planFromRequest } from '../plan.js';
+import { stepsFor } from '../steps.js';
+import { findLaunch } from '../store.js';
+import { parseJson } from '../../lib/json.js';
+import { assemble, buildNonced, buildSetup, captureLaunch, CLOSE_NONCES, closeNoncesInstructions, nonceAccounts, nonceSeedOf, SETUP, type PlannedTx } from './plan.js';
+import { findSigning, findSigningTxs, insertSigning, insertSigningTxs, movePhase, replaceSetup, storeSignature, type NewSigningTx } from './store.js';
+import { verifySignature } from './verify.js';
+import { creatorQuote } from './quote.js';
+
+/** Slot time the setup's expiry is estimated with (a blockhash is valid for 150 blocks). */
+const SLOT_MS = 400;
+
+export interface SigningDeps {
+  db: Db;
+  clock: Clock;
+  chain: ChainBackend;
+  /** SECRET_KEY: the launch's derived keys (mint, escrow base) sign their part of each transaction. */
+  secretKey: Buffer;
+  executors: Partial<Record<StepName, StepExecutor>>;
+  /** Wakes the dispatcher and the runner after a commit. */
+  signal: OutboxSignal;
+  logger: Logger;
+  /** SIGNING_DEADLINE. */
+  deadlineMs: number;
+}
+
+/** A creator-signed launch's signing state, planned before its create commits. */
+export interface PreparedSigning {
+  creator: string;
+  nonceSeed: string;
+  nonceCount: number;
+  setup: NewSigningTx;
+  setupExpiresAt: number;
+}
+
+export type Signing = ReturnType<typeof createSigning>;
+
+/**
+ * Creator-signed launches (docs/signing.md): the service plans every transaction, the creator signs
+ * them, the runner lands them. Two rounds, because a durable nonce's value exists only once its
+ * account is initialized on chain: first the setup transaction that creates the nonce accounts
+ * (on a recent blockhash), then, once it landed, every transaction of the launch on those nonces.
+ */
+export function createSigning(deps: SigningDeps) {
+  const { db, clock, chain } = deps;
+  const master = launchKeySecret(deps.secretKey);
+  const log = deps.logger.child({ component: 'signing' });
+  const nonceRent = () => chain.getMinimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH);
+
+  async function capture(launchId: string, plan: LaunchPlan, steps: readonly StepName[]): Promise<PlannedTx[]> {
+    return captureLaunch({ chain, executors: deps.executors }, { plan, keys: deriveLaunchKeys(master, launchId), steps, creator: new PublicKey(plan.creator), logger: log });
+  }
+
+  /** When a block height's blockhash stops being valid, estimated from the chain's height now. */
+  async function expiryOf(lastValidBlockHeight: number): Promise<number> {
+    return clock.now() + Math.max(0, lastValidBlockHeight - (await chain.getBlockHeight())) * SLOT_MS;
+  }
+
+  async function freshSetup(creator: PublicKey, nonceSeed: string, nonceCount: number): Promise<{ tx: NewSigningTx; expiresAt: number }> {
+    const nonces = await nonceAccounts(creator, nonceSeed, nonceCount);
+    const blockhash = await chain.getLatestBlockhash();
+    const built = buildSetup(chain, { creator, nonces, rentLamports: await nonceRent(), ...blockhash });
+    return {
+      tx: { idx: 0, step: SETUP, label: SETUP, message: built.message, signers: [creator.toBase58()], serviceSignatures: {}, lastValidBlockHeight: blockhash.lastValidBlockHeight },
+      expiresAt: await expiryOf(blockhash.lastValidBlockHeight),
+    };
+  }
+
+  /** The setup transaction and how many nonce accounts the launch needs: one per transaction, one for the rent's return. */
+  async function prepare(launchId: string, plan: LaunchPlan, steps: readonly StepName[]): Promise<PreparedSigning> {
+    const planned = await capture(launchId, plan, steps);
+    const nonceSeed = nonceSeedOf(launchId);
+    const nonceCount = planned.length + 1;
+    const setup = await freshSetup(new PublicKey(plan.creator), nonceSeed, nonceCount);
+    return { creator: plan.creator, nonceSeed, nonceCount, setup: setup.tx, setupExpiresAt: setup.expiresAt };
+  }
+
+  /** The nonces of the launch's accounts, when the setup landed (every account holds one). */
+  async function landedNonces(creator: PublicKey, signing: SigningRow): Promise<Array<{ address: PublicKey; nonce: string }> | undefined> {
+    const accounts = await nonceAccounts(creator, signing.nonce_seed, signing.nonce_count);
+    const nonces = await Promise.all(accounts.map(async ({ address }) => ({ address, nonce: await currentNonce(chain, address) })));
+    if (nonces.some((n) => n.nonce === undefined)) return undefined;
+    return nonces as Array<{ address: PublicKey; nonce: string }>;
+  }
+
+  /** Builds and offers every transaction of the launch on the landed nonces (once, across instances). */
+  async function offerLaunch(launch: LaunchRow, signing: SigningRow, nonces: Array<{ address: PublicKey; nonce: string }>): Promise<void> {
+    const creator = new PublicKey(signing.creator);
+    const request = parseJson<Record<string, unknown>>(launch.request, {});
+    const planned = await capture(launch.id, planFromRequest(launch.id, request), stepsFor(request as Parameters<typeof stepsFor>[0]));
+    if (planned.length + 1 !== nonces.length) throw new Error(`launch ${launch.id}: ${planned.length} transactions planned for ${nonces.length - 1} nonce accounts`);
+    const rent = await nonceRent();
+    const txs: NewSigningTx[] = planned.map((p, i) => {
+      const nonce = nonces[i]!;
+      const built = buildNonced(chain, { creator, nonceAccount: nonce.address, nonce: nonce.nonce, instructions: p.instructions, signers: p.signers });
+      return { idx: i + 1, step: p.step, label: p.label, message: built.message, signers: [signing.creator], serviceSignatures: built.serviceSignatures, nonceAccount: nonce.address.toBase58(), nonce: nonce.nonce };
+    });
+    const last = nonces[nonces.length - 1]!;
+    const others = nonces.slice(0, -1).map((n) => n.address);
+    const close = buildNonced(chain, { creator, nonceAccount: last.address, nonce: last.nonce, instructions: closeNoncesInstructions(creator, others, rent), signers: [] });
+    txs.push({ idx: planned.length + 1, step: CLOSE_NONCES, label: CLOSE_NONCES, message: close.message, signers: [signing.creator], serviceSignatures: {}, nonceAccount: last.address.toBase58(), nonce: last.nonce });
+    let handoff = newHandoff();
+    await db.transaction().execute(async (trx) => {
+      handoff = newHandoff();
+      const now = clock.now();
+      if (!(await movePhase(trx, launch.id, 'setup', 'launch', now))) return; // another request offered them first
+      await insertSigningTxs(trx, launch.id, txs, now);
+      await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.awaiting_signatures', requestId: launch.request_id, data: { count: txs.length, expiresAt: new Date(signing.deadline_at).toISOString() } }, handoff);
+    });
+    deps.signal.notify(handoff);
+  }
+
+  /**
+   * Moves a launch in its setup round on: a signed setup is sent (again, while its blockhash is
+   * valid); a landed setup gets the launch's transactions offered; an expired or failed one is
+   * replaced by a fresh setup. Safe to run from any request on any instance, any number of times.
+   */
+  async function advance(launch: LaunchRow, signing: SigningRow): Promise<void> {
+    if (launch.status !== 'awaiting_signatures' || signing.phase !== 'setup') return;
+    const creator = new PublicKey(signing.creator);
+    const landed = await landedNonces(creator, signing);
+    if (landed) return offerLaunch(launch, signing, landed);
+    const setup = (await findSigningTxs(db, launch.id)).find((t) => t.idx === 0);
+    if (!setup) return;
+    const valid = (await chain.getBlockHeight()) <= (setup.last_valid_block_height ?? 0);
+    if (setup.signature !== null) {
+      const status = await chain.getSignatureStatus(setup.signature);
+      if (status && !status.err) return; // landed; its accounts show on the next read
+      if (!status && valid) {
+        const { serialized } = assemble(Buffer.from(setup.message, 'base64'), { [signing.creator]: setup.signature });
+        try {
+          await chain.sendRawTransaction(serialized);
+          await chain.confirmTransaction(setup.signature, setup.last_valid_block_height ?? 0, 'confirmed', { rebroadcast: serialized });
+        } catch (error) {
+          log.warn({ err: error, launchId: launch.id }, 'setup transaction not landed yet');
+          return;
+        }
+        const now = await landedNonces(creator, signing);
+        if (now) return offerLaunch(launch, signing, now);
+        return;
+      }
+      if (status?.err) log.warn({ launchId: launch.id, err: status.err }, 'setup transaction failed on chain; a fresh one is offered');
+    } else if (valid) {
+      return;
+    }
+    const fresh = await freshSetup(creator, signing.nonce_seed, signing.nonce_count);
+    await replaceSetup(db, { launchId: launch.id, oldMessage: setup.message, message: fresh.tx.message, lastValidBlockHeight: fresh.tx.lastValidBlockHeight!, now: clock.now() });
+  }
+
+  async function load(launchId: string, owner: string | undefined): Promise<{ launch: LaunchRow; signing: SigningRow }> {
+    const launch = await findLaunch(db, launchId, owner);
+    if (!launch) throw new NotFoundError(`Launch ${launchId} not found`);
+    const signing = await findSigning(db, launch.id);
+    if (!signing) throw new NotFoundError(`Launch ${launchId} is not creator-signed: the service signs it (signing "service")`);
+    return { launch, signing };
+  }
+
+  /** `GET /api/launches/{id}/signing` (after moving the setup round on). */
+  async function request(launchId: string, owner: string | undefined): Promise<Record<string, unknown>> {
+    const first = await load(launchId, owner);
+    await advance(first.launch, first.signing);
+    const { launch, signing } = await load(launchId, owner);
+    return present(launch, signing, await findSigningTxs(db, launch.id));
+  }
+
+  async function present(launch: LaunchRow, signing: SigningRow, rows: SigningTxRow[]): Promise<Record<string, unknown>> {
+    const error = parseJson<{ code?: string } | null>(launch.error, null);
+    const status = launch.status === 'awaiting_signatures' ? 'awaiting_signatures' : error?.code === 'signature_timeout' ? 'expired' : 'signed';
+    const setup = rows.find((r) => r.idx === 0);
+    const expiresAt = signing.phase === 'setup' && setup ? await expiryOf(setup.last_valid_block_height ?? 0) : signing.deadline_at;
+    return {
+      status,
+      expiresAt: new Date(Math.min(expiresAt, signing.deadline_at)).toISOString(),
+      deadlineAt: new Date(signing.deadline_at).toISOString(),
+      transactions: rows.map((r) => ({ index: r.idx, step: r.step, message: r.message, signers: parseJson<string[]>(r.signers, []), signed: r.signature !== null })),
+    };
+  }
+
+  /** `POST /api/launches/{id}/signatures`: every signature verified first; one wrong and nothing is stored. */
+  async function submit(launchId: string, owner: string | undefined, body: unknown): Promise<Record<string, unknown>> {
+    const entries = parseSignatures(body);
+    const { launch, signing } = await load(launchId, owner);
+    if (launch.status !== 'awaiting_signatures') throw new ConflictError(`Launch ${launch.id} is ${launch.status}; it takes no more signatures`);
+    if (clock.now() >= signing.deadline_at) throw new ConflictError(`The signing deadline of launch ${launch.id} passed at ${new Date(signing.deadline_at).toISOString()}`);
+    const rows = await findSigningTxs(db, launch.id);
+    const verified = entries.map(({ index, signature }, i) => {
+      const row = rows.find((r) => r.idx === index);
+      if (!row) throw new InvalidInputError(`No transaction ${index} is offered for signing`, { fields: [{ field: `signatures.${i}.index`, message: `no transaction ${index}; GET the signing request for the current ones` }] });
+      if (!verifySignature(Buffer.from(row.message, 'base64'), bs58.decode(signature), signing.creator)) {
+        throw new UnprocessableError('invalid_signature', `The signature of transaction ${index} is not the creator's (${signing.creator}) signature of its message; nothing was stored`, { index });
+      }
+      return { row, signature };
+    });
+    let handoff = newHandoff();
+    let setupSigned = false;
+    await db.transaction().execute(async (trx) => {
+      handoff = newHandoff();
+      const now = clock.now();
+      for (const { row, signature } of verified) {
+        if (row.signature !== null) continue;
+        if (!(await storeSignature(trx, { launchId: launch.id, idx: row.idx, message: row.message, signature, now }))) {
+          throw new ConflictError(`Transaction ${row.idx} changed while it was being signed (a fresh setup was offered); GET the signing request and sign again`);
+        }
+        if (row.idx === 0) setupSigned = true;
+      }
+      await queueWhenSigned(trx, launch, now, handoff);
+    });
+    deps.signal.notify(handoff);
+    const current = await load(launch.id, owner);
+    if (setupSigned) await advance(current.launch, current.signing);
+    const after = await load(launch.id, owner);
+    return present(after.launch, after.signing, await findSigningTxs(db, launch.id));
+  }
+
+  /** Once every transaction of the launch round is signed: `queued`, `launch.queued`, and the runner lands them. */
+  async function queueWhenSigned(trx: DbOrTx, launch: LaunchRow, now: number, handoff: ReturnType<typeof newHandoff>): Promise<void> {
+    const signing = await findSigning(trx, launch.id);
+    if (signing?.phase !== 'launch') return;
+    const rows = await findSigningTxs(trx, launch.id);
+    if (rows.some((r) => r.signature === null)) return;
+    if (!(await movePhase(trx, launch.id, 'launch', 'signed', now))) return;
+    const r = await trx
+      .updateTable('launches')
+      .set({ status: 'queued', run_after: now, updated_at: now })
+      .where('id', '=', launch.id)
+      .where('status', '=', 'awaiting_signatures')
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) !== 1) throw new ConflictError(`Launch ${launch.id} is no longer waiting for signatures`);
+    const request = parseJson<Record<string, unknown>>(launch.request, {});
+    await recordEvent(trx, clock, { launchId: launch.id, event: 'launch.queued', requestId: launch.request_id, data: { status: 'queued', name: request.name, ticker: request.ticker, totalSupply: request.totalSupply, steps: stepsFor(request as Parameters<typeof stepsFor>[0]) } }, handoff);
+  }
+
+  /** The creator-signed transactions of a step, ready to send (for the runner). */
+  async function signedFor(launchId: string, step: string): Promise<{ payer: string; transactions: Record<string, { signature: string; serialized: string; nonceAccount: string; nonce: string }> }> {
+    const signing = await findSigning(db, launchId);
+    if (signing?.phase !== 'signed') throw new Error(`launch ${launchId} is not signed`);
+    const transactions: Record<string, { signature: string; serialized: string; nonceAccount: string; nonce: string }> = {};
+    for (const row of await findSigningTxs(db, launchId)) {
+      if (row.step !== step || row.signature === null || row.nonce_account === null || row.nonce === null) continue;
+      const { serialized, signature } = assemble(Buffer.from(row.message, 'base64'), { ...parseJson<Record<string, string>>(row.service_signatures, {}), [signing.creator]: row.signature });
+      transactions[row.label] = { signature, serialized: serialized.toString('base64'), nonceAccount: row.nonce_account, nonce: row.nonce };
+    }
+    return { payer: signing.creator, transactions };
+  }
+
+  return {
+    prepare,
+    /** `POST /api/launches/quote` with `signing: "creator"`: the creator's costs and balance; nothing reserved. */
+    quote: (plan: LaunchPlan, steps: readonly StepName[]) => creatorQuote(chain, plan, steps),
+    /** Inside the launch's own transaction: its signing state and setup. */
+    insert: (trx: DbOrTx, launchId: string, prepared: PreparedSigning, now: number) =>
+      insertSigning(trx, { launchId, creator: prepared.creator, nonceSeed: prepared.nonceSeed, nonceCount: prepared.nonceCount, deadlineAt: now + deps.deadlineMs, now, setup: prepared.setup }),
+    deadlineMs: deps.deadlineMs,
+    request,
+    submit,
+    signedFor,
+  };
+}
+
+/** The body of `POST /signatures`, every bad field named. */
+function parseSignatures(body: unknown): Array<{ index: number; signature: string }> {
+  const list = (body as { signatures?: unknown } | null)?.signatures;
+  if (typeof body !== 'object' || body === null || !Array.isArray(list) || list.length === 0 || list.length > 64) {
+    throw new InvalidInputError('The body must be {"signatures": [{"index", "signature"}]} with 1 to 64 entries', { fields: [{ field: 'signatures', message: 'must be an array of 1 to 64 {index, signature}' }] });
+  }
+  const fields: Array<{ field: string; message: string }> = [];
+  const out = list.map((entry: unknown, i) => {
+    const { index, signature } = (entry ?? {}) as { index?: unknown; signature?: unknown };
+    if (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0) fields.push({ field: `signatures.${i}.index`, message: 'must be a whole number of at least 0' });
+    let ok = typeof signature === 'string' && signature.length <= 100;
+    if (ok) {
+      try {
+        ok = bs58.decode(signature as string).length === 64;
+      } catch {
+        ok = false;
+      }
+    }
+    if (!ok) fields.push({ field: `signatures.${i}.signature`, message: 'must be a base58 Ed25519 signature (64 bytes)' });
+    return { index: index as number, signature: signature as string };
+  });
+  if (fields.length > 0) throw new InvalidInputError('The signatures are invalid', { fields });
+  return out;
+}

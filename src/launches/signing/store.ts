@@ -1,0 +1,87 @@
+import type { DbOrTx } from '../../db/database.js';
+import type { SigningRow, SigningTxRow } from '../../db/schema.js';
+
+/** A transaction row to insert: message base64, signers and derived keys' signatures as JSON. */
+export interface NewSigningTx {
+  idx: number;
+  step: string;
+  label: string;
+  message: Buffer;
+  signers: string[];
+  serviceSignatures: Record<string, string>;
+  nonceAccount?: string | undefined;
+  nonce?: string | undefined;
+  lastValidBlockHeight?: number | undefined;
+}
+
+/** Inserts a creator-signed launch's signing state with its setup transaction. */
+export async function insertSigning(trx: DbOrTx, args: { launchId: string; creator: string; nonceSeed: string; nonceCount: number; deadlineAt: number; now: number; setup: NewSigningTx }): Promise<void> {
+  await trx
+    .insertInto('launch_signing')
+    .values({ launch_id: args.launchId, creator: args.creator, phase: 'setup', nonce_seed: args.nonceSeed, nonce_count: args.nonceCount, deadline_at: args.deadlineAt, created_at: args.now, updated_at: args.now })
+    .execute();
+  await insertSigningTxs(trx, args.launchId, [args.setup], args.now);
+}
+
+export async function insertSigningTxs(trx: DbOrTx, launchId: string, txs: NewSigningTx[], now: number): Promise<void> {
+  if (txs.length === 0) return;
+  await trx
+    .insertInto('launch_signing_txs')
+    .values(
+      txs.map((tx) => ({
+        launch_id: launchId,
+        idx: tx.idx,
+        step: tx.step,
+        label: tx.label,
+        message: tx.message.toString('base64'),
+        signers: JSON.stringify(tx.signers),
+        service_signatures: JSON.stringify(tx.serviceSignatures),
+        signature: null,
+        nonce_account: tx.nonceAccount ?? null,
+        nonce: tx.nonce ?? null,
+        last_valid_block_height: tx.lastValidBlockHeight ?? null,
+        created_at: now,
+        signed_at: null,
+      })),
+    )
+    .execute();
+}
+
+export function findSigning(db: DbOrTx, launchId: string): Promise<SigningRow | undefined> {
+  return db.selectFrom('launch_signing').selectAll().where('launch_id', '=', launchId).executeTakeFirst();
+}
+
+export function findSigningTxs(db: DbOrTx, launchId: string): Promise<SigningTxRow[]> {
+  return db.selectFrom('launch_signing_txs').selectAll().where('launch_id', '=', launchId).orderBy('idx', 'asc').execute();
+}
+
+/** Moves the signing phase on, only from `from`: true when this call moved it (another instance may have). */
+export async function movePhase(trx: DbOrTx, launchId: string, from: SigningRow['phase'], to: SigningRow['phase'], now: number): Promise<boolean> {
+  const r = await trx.updateTable('launch_signing').set({ phase: to, updated_at: now }).where('launch_id', '=', launchId).where('phase', '=', from).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Stores a verified signature on the message it was verified against (a re-offered setup has another message). */
+export async function storeSignature(trx: DbOrTx, args: { launchId: string; idx: number; message: string; signature: string; now: number }): Promise<boolean> {
+  const r = await trx
+    .updateTable('launch_signing_txs')
+    .set({ signature: args.signature, signed_at: args.now })
+    .where('launch_id', '=', args.launchId)
+    .where('idx', '=', args.idx)
+    .where('message', '=', args.message)
+    .where('signature', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Offers a fresh setup in place of one whose blockhash expired unlanded (its signature, if any, cleared). */
+export async function replaceSetup(trx: DbOrTx, args: { launchId: string; oldMessage: string; message: Buffer; lastValidBlockHeight: number; now: number }): Promise<boolean> {
+  const r = await trx
+    .updateTable('launch_signing_txs')
+    .set({ message: args.message.toString('base64'), last_valid_block_height: args.lastValidBlockHeight, signature: null, signed_at: null, created_at: args.now })
+    .where('launch_id', '=', args.launchId)
+    .where('idx', '=', 0)
+    .where('message', '=', args.oldMessage)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}

@@ -1,0 +1,98 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PublicKey } from '@solana/web3.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createService } from '../../src/app/service.js';
+import { createApiKey } from '../../src/auth/apiKeys.js';
+import { createChainBackend } from '../../src/app/serviceChain.js';
+import { loadConfig } from '../../src/config/config.js';
+import { openDatabase } from '../../src/db/database.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { launchBody } from '../support/fixtures.js';
+import type { TestService } from '../support/service.js';
+import { creatorWallet, signAll } from './support/creator.js';
+
+// SQLite and the embedded chain in one data directory, as `npm start` runs. The launch is created
+// and signed through the API; then real runner processes (test/launches/support/crashingRunner.ts)
+// are killed with SIGKILL right after the signatures were accepted (the runner's first step) and
+// mid-way through sending, and the last one finishes it.
+const dir = mkdtempSync(join(tmpdir(), 'creator-crash-'));
+const env = { ...process.env, DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent', TEST_DATABASE_URL: '', DATABASE_URL: '', CREATOR_SIGNED: '1' };
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const SOL = 1_000_000_000;
+
+function runChild(crashAt: string): { signal: NodeJS.Signals | null; status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', 'launches', 'support', 'crashingRunner.ts')], {
+    env: { ...env, CRASH_AT: crashAt },
+    encoding: 'utf8',
+    timeout: 90_000,
+  });
+  return { signal: result.signal, status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe('a creator-signed launch across SIGKILLs', () => {
+  it('mints once and runs every step once when killed right after the signatures and mid-way through sending', async () => {
+    const config = loadConfig(env);
+    const service = await createService(config, { logger: silentLogger(), clock: systemClock });
+    const creator = creatorWallet();
+    let launchId: string;
+    let expectedSpend: number;
+    try {
+      const key = (await createApiKey(service.db, { owner: 'acme', scopes: ['launches:write', 'launches:read'], now: Date.now() })).key;
+      const t = { request: (path: string, init: RequestInit & { key?: string; json?: unknown } = {}) => Promise.resolve(service.app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: init.json === undefined ? undefined : JSON.stringify(init.json) })) } as unknown as TestService;
+      await service.chain.requestAirdrop!(new PublicKey(creator.address), BigInt(2 * SOL));
+      const body = launchBody({ creator: creator.address, signing: 'creator' });
+      const quote = ((await (await t.request('/api/launches/quote', { method: 'POST', json: body })).json()) as { quote: { totalLamports: string; accounts: Array<{ rentLamports: string; returned?: true }> } }).quote;
+      expectedSpend = Number(quote.totalLamports) - quote.accounts.filter((a) => a.returned).reduce((n, a) => n + Number(a.rentLamports), 0);
+      const created = await t.request('/api/launches', { method: 'POST', json: body });
+      expect(created.status).toBe(202);
+      launchId = ((await created.json()) as { launch: { id: string } }).launch.id;
+      expect((await signAll(t, key, launchId, creator)).status).toBe(200);
+      const signed = await signAll(t, key, launchId, creator);
+      expect(signed.body.signing?.status).toBe('signed');
+    } finally {
+      await service.stop();
+    }
+
+    for (const point of ['boundary:create_mint', 'sent:create_mint', 'record:distribute_supply']) {
+      const run = runChild(point);
+      expect(run.stdout, `run crashing at ${point}: ${run.stderr.slice(0, 500)}`).toContain(`crashing at ${point}`);
+      expect(run.signal).toBe('SIGKILL');
+    }
+    const last = runChild('');
+    expect(last.status, last.stderr.slice(0, 1000)).toBe(0);
+
+    const opened = openDatabase(config.databasePath);
+    const chain = await createChainBackend(config, { db: opened.db, clock: systemClock, logger: silentLogger() });
+    try {
+      const launch = await opened.db.selectFrom('launches').selectAll().where('id', '=', launchId).executeTakeFirstOrThrow();
+      expect(launch.status).toBe('complete');
+      const events = await opened.db.selectFrom('outbox_events').select(['event', 'body']).where('launch_id', '=', launchId).orderBy('sequence').execute();
+      expect(events.map((e) => e.event)).toEqual([
+        'launch.awaiting_signatures',
+        'launch.awaiting_signatures',
+        'launch.queued',
+        'launch.processing',
+        'launch.step_complete',
+        'launch.step_complete',
+        'launch.step_complete',
+        'launch.complete',
+      ]);
+      const complete = JSON.parse(events[events.length - 1]!.body) as { data: { mint: string; transactions: Array<{ type: string; signature: string }> } };
+      expect(complete.data.transactions.map((tx) => tx.type)).toEqual(['mint', 'distribution', 'nonce_rent']);
+      // One mint: the launch's derived mint holds the whole supply, minted once.
+      const mint = await chain.getAccountInfo(new PublicKey(complete.data.mint));
+      expect(mint).not.toBeNull();
+      expect(mint!.data.readBigUInt64LE(36)).toBe(1_000_000n * 10n ** 6n);
+      // Every transaction paid for once: the creator lost exactly the quote less the rent it got back.
+      expect(2 * SOL - (await chain.getBalance(new PublicKey(creator.address)))).toBe(expectedSpend);
+    } finally {
+      await chain.close();
+      await opened.close();
+    }
+  }, 300_000);
+});
