@@ -26,7 +26,7 @@ import { createChainStepRunner, launchKeySecret } from '../launches/chainStepRun
 import { Graduator } from '../watcher/graduation/graduator.js';
 import { createFeeClaims, type FeeClaims } from '../fees/feeClaims.js';
 import { insertCurveMigrationFor } from '../watcher/graduation/launch.js';
-import { createSigning } from '../launches/signing/signing.js';
+import { createSigning, type Signing } from '../launches/signing/signing.js';
 import { withCreatorSigning } from '../launches/signing/signedStepRunner.js';
 import type { StepRunner } from '../launches/stepPort.js';
 import { LaunchRunner } from '../launches/runner.js';
@@ -70,6 +70,8 @@ export interface Service {
   graduator: Graduator;
   /** Creator fees of launches: read and claim (docs/funding.md, "Creator fees"). */
   fees: FeeClaims;
+  /** Creator-signed launches (docs/signing.md): the signing request, signatures and the signing loop. */
+  signing: Signing;
   cache: ChainReadCache;
   breakers: BreakerSource;
   /** Deletes what is past RETENTION / LAUNCH_RETENTION (docs/architecture.md, "Retention"). */
@@ -404,6 +406,7 @@ export async function createService(
       watcher,
       graduator,
       fees,
+      signing,
       cache,
       breakers: webhooks.breakers,
       retention,
@@ -419,6 +422,7 @@ export async function createService(
           () => launchRunner.start(),
           () => watcher.start(),
           () => graduator.start(),
+          () => signing.start(),
           () => void wakeups.start(),
           () => retention.start(),
           () => {
@@ -446,6 +450,7 @@ export async function createService(
         if (!(await launchRunner.stop({ timeoutMs: 15_000 }))) logger.warn('launch steps still running at shutdown; their leases will expire and they resume on the next start');
         await watcher.stop();
         await graduator.stop();
+        await signing.stop();
         await webhooks.stop();
         for (const close of closers.reverse()) await close();
       },

@@ -4,7 +4,7 @@ import type { BreakerSource, HealthReport } from '../health/healthService.js';
 import type { Clock } from '../lib/clock.js';
 import { createAppendCursor } from './appendCursor.js';
 import { createTableStats, TABLE_STATS_REFRESH_MS, type TableStats } from './tableStats.js';
-import { countPendingDeliveries, countWatchDeadLetters, endedBelow, fundingTotals, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
+import { countAwaitingSignatures, countPendingDeliveries, countWatchDeadLetters, endedBelow, fundingTotals, readAttemptsAfter, readEventsAfter, watchLagMs } from './sources.js';
 
 /** Where metrics that are not counted in-process come from. */
 export interface MetricsDeps {
@@ -122,6 +122,14 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     registers: [registry],
     async collect() {
       this.set(await countPendingDeliveries(deps.db));
+    },
+  });
+  new Gauge({
+    name: `${p}launches_awaiting_signatures`,
+    help: 'Creator-signed launches waiting for the creator’s signatures (status awaiting_signatures), over every owner',
+    registers: [registry],
+    async collect() {
+      this.set(await countAwaitingSignatures(deps.db));
     },
   });
   new Gauge({

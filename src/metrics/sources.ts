@@ -71,6 +71,16 @@ export async function countPendingDeliveries(db: Db): Promise<number> {
   return Number(row.n);
 }
 
+/** Creator-signed launches waiting for the creator's signatures (docs/signing.md); one step of the (status, run_after) index. */
+export async function countAwaitingSignatures(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom('launches')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('status', '=', 'awaiting_signatures')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /**
  * How far the chain watcher is behind, in ms: how long ago the most overdue active watch was due
  * (0 when none is overdue or nothing is watched). One step of the (state, next_check_at) index.

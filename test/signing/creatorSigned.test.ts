@@ -71,6 +71,63 @@ describe('creator-signed launches', () => {
   });
 });
 
+describe('the signing request', () => {
+  it('is a pure read: a signed setup is sent, and an expired one offered fresh, by the signing loop, never by GET', async () => {
+    const clock = manualClock(Date.now());
+    t = await startTestService({ clock });
+    const key = await t.key('acme', [...WRITE]);
+    const creator = creatorWallet();
+    await t.service.chain.requestAirdrop!(new PublicKey(creator.address), BigInt(SOL));
+    const db = t.service.db;
+    const state = async (id: string) => ({
+      signing: await db.selectFrom('launch_signing').selectAll().where('launch_id', '=', id).execute(),
+      txs: await db.selectFrom('launch_signing_txs').selectAll().where('launch_id', '=', id).orderBy('idx').execute(),
+      events: await db.selectFrom('outbox_events').select('event').where('launch_id', '=', id).execute(),
+      creator: await balance(creator.address),
+    });
+    const metric = async () => Number(/^launch_service_launches_awaiting_signatures (\d+)$/m.exec(await (await t!.request('/metrics')).text())?.[1]);
+
+    // A signed setup, stored as the POST stores it but not sent: reads leave it so.
+    const signed = await t.createLaunch(key, launchBody({ creator: creator.address, signing: 'creator' }));
+    const setup = (await signingOf(t, key, signed)).transactions[0]!;
+    await db.updateTable('launch_signing_txs').set({ signature: creator.sign(Buffer.from(setup.message, 'base64')), signed_at: clock.now() }).where('launch_id', '=', signed).where('idx', '=', 0).execute();
+    const before = await state(signed);
+    for (let i = 0; i < 3; i++) expect((await signingOf(t, key, signed)).transactions.map((tx) => [tx.step, tx.signed])).toEqual([['setup', true]]);
+    expect(await state(signed)).toEqual(before);
+    expect(before.creator).toBe(SOL); // nothing sent
+    expect(await metric()).toBe(1);
+
+    // The loop sends it, sees it landed and offers the launch's transactions.
+    expect(await t.service.signing.advanceSetups()).toBe(1);
+    expect((await signingOf(t, key, signed)).transactions.map((tx) => [tx.step, tx.signed])).toEqual([
+      ['setup', true],
+      ['create_mint', false],
+      ['distribute_supply', false],
+      ['close_nonces', false],
+    ]);
+    expect(await balance(creator.address)).toBeLessThan(SOL);
+    expect(await t.service.signing.advanceSetups()).toBe(0); // nothing left in a setup round
+
+    // An unsigned setup past its blockhash: GET shows it as it is (expiresAt passed) until the loop replaces it.
+    const unsigned = await t.createLaunch(key, launchBody({ creator: creator.address, signing: 'creator' }));
+    const offered = await signingOf(t, key, unsigned);
+    expect(await metric()).toBe(2);
+    clock.advance(61_000);
+    const stale = await state(unsigned);
+    const read = await signingOf(t, key, unsigned);
+    expect(read.transactions[0]!.message).toBe(offered.transactions[0]!.message);
+    expect(Date.parse(read.expiresAt)).toBeLessThanOrEqual(clock.now());
+    expect(await state(unsigned)).toEqual(stale);
+    expect(await t.service.signing.advanceSetups()).toBe(1);
+    const fresh = await signingOf(t, key, unsigned);
+    expect(fresh.transactions).toEqual([expect.objectContaining({ index: 0, step: 'setup', signed: false })]);
+    expect(fresh.transactions[0]!.message).not.toBe(offered.transactions[0]!.message);
+    expect(Date.parse(fresh.expiresAt)).toBeGreaterThan(clock.now());
+    // Signed through the API, the fresh setup lands at once and the launch's round follows.
+    expect((await signAll(t, key, unsigned, creator)).body.signing!.transactions).toHaveLength(4);
+  });
+});
+
 describe('creator signatures', () => {
   it('refuses a signature that is not the creator’s over that message with 422 invalid_signature, storing none of the batch', async () => {
     t = await startTestService();

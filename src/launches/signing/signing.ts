@@ -15,13 +15,16 @@ import { planFromRequest } from '../plan.js';
 import { stepsFor } from '../steps.js';
 import { findLaunch } from '../store.js';
 import { parseJson } from '../../lib/json.js';
+import { createPollLoop } from '../../lib/pollLoop.js';
 import { assemble, buildNonced, buildSetup, captureLaunch, CLOSE_NONCES, closeNoncesInstructions, nonceAccounts, nonceSeedOf, SETUP, type PlannedTx } from './plan.js';
-import { findSigning, findSigningTxs, insertSigning, insertSigningTxs, movePhase, replaceSetup, storeSignature, type NewSigningTx } from './store.js';
+import { findSetupsToAdvance, findSigning, hasSetupRound, findSigningTxs, insertSigning, insertSigningTxs, movePhase, replaceSetup, storeSignature, type NewSigningTx } from './store.js';
 import { verifySignature } from './verify.js';
 import { creatorQuote } from './quote.js';
 
 /** Slot time the setup's expiry is estimated with (a blockhash is valid for 150 blocks). */
 const SLOT_MS = 400;
+/** How often the signing loop moves setup rounds on: a setup offered past its blockhash is replaced within this. */
+const SIGNING_LOOP_MS = 2_000;
 
 export interface SigningDeps {
   db: Db;
@@ -35,6 +38,8 @@ export interface SigningDeps {
   logger: Logger;
   /** SIGNING_DEADLINE. */
   deadlineMs: number;
+  /** How often the signing loop looks at setups (default 2 s). */
+  loopIntervalMs?: number | undefined;
 }
 
 /** A creator-signed launch's signing state, planned before its create commits. */
@@ -168,13 +173,34 @@ export function createSigning(deps: SigningDeps) {
     return { launch, signing };
   }
 
-  /** `GET /api/launches/{id}/signing` (after moving the setup round on). */
+  /**
+   * `GET /api/launches/{id}/signing`: a pure read. The setup round is moved on by `submit` and by
+   * `advanceSetups` (the service's signing loop), never by a read.
+   */
   async function request(launchId: string, owner: string | undefined): Promise<Record<string, unknown>> {
-    const first = await load(launchId, owner);
-    await advance(first.launch, first.signing);
     const { launch, signing } = await load(launchId, owner);
     return present(launch, signing, await findSigningTxs(db, launch.id));
   }
+
+  /**
+   * One turn of the signing loop (every instance runs one): each launch in its setup round whose
+   * setup was signed (sent, landed: its transactions offered) or whose unsigned setup's blockhash
+   * expired (a fresh one offered) is moved on. Resolves with how many it looked at.
+   */
+  async function advanceSetups(limit = 16): Promise<number> {
+    if (!(await hasSetupRound(db))) return 0;
+    const rows = await findSetupsToAdvance(db, { height: await chain.getBlockHeight(), limit });
+    for (const row of rows) {
+      const launch = await findLaunch(db, row.launch_id, undefined);
+      const signing = await findSigning(db, row.launch_id);
+      if (!launch || !signing) continue;
+      await advance(launch, signing).catch((error: unknown) => log.warn({ err: error, launchId: row.launch_id }, 'moving the setup round on failed; retried on the next turn'));
+    }
+    return rows.length;
+  }
+
+  // The signing loop: signed setups sent and seen landed, expired ones offered fresh, off the read path.
+  const loop = createPollLoop({ logger: log, what: 'moving creator-signed setups on', intervalMs: deps.loopIntervalMs ?? SIGNING_LOOP_MS, turn: async () => (await advanceSetups(), false) });
 
   async function present(launch: LaunchRow, signing: SigningRow, rows: SigningTxRow[]): Promise<Record<string, unknown>> {
     const error = parseJson<{ code?: string } | null>(launch.error, null);
@@ -266,6 +292,9 @@ export function createSigning(deps: SigningDeps) {
     deadlineMs: deps.deadlineMs,
     request,
     submit,
+    advanceSetups,
+    start: () => loop.start(),
+    stop: () => loop.stop(),
     signedFor,
   };
 }

@@ -85,3 +85,27 @@ export async function replaceSetup(trx: DbOrTx, args: { launchId: string; oldMes
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
+
+/** Whether any launch is in its setup round (the signing loop reads the chain only then). */
+export async function hasSetupRound(db: DbOrTx): Promise<boolean> {
+  return (await db.selectFrom('launch_signing').select('launch_id').where('phase', '=', 'setup').limit(1).executeTakeFirst()) !== undefined;
+}
+
+/**
+ * Launches waiting in their setup round with something to do, oldest first (the signing loop's
+ * work): a signed setup (to send, or to see landed), or an unsigned one whose blockhash expired
+ * below `height` (to be offered fresh). An unsigned setup still valid waits for the creator.
+ */
+export function findSetupsToAdvance(db: DbOrTx, args: { height: number; limit: number }): Promise<Array<{ launch_id: string }>> {
+  return db
+    .selectFrom('launch_signing as s')
+    .innerJoin('launch_signing_txs as t', (join) => join.onRef('t.launch_id', '=', 's.launch_id').on('t.idx', '=', 0))
+    .innerJoin('launches as l', 'l.id', 's.launch_id')
+    .select('s.launch_id')
+    .where('s.phase', '=', 'setup')
+    .where('l.status', '=', 'awaiting_signatures')
+    .where((eb) => eb.or([eb('t.signature', 'is not', null), eb('t.last_valid_block_height', '<', args.height)]))
+    .orderBy('s.created_at', 'asc')
+    .limit(args.limit)
+    .execute();
+}
