@@ -1,8 +1,11 @@
-import { NATIVE_MINT, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '@solana/spl-token';
+import { ACCOUNT_SIZE, NATIVE_MINT, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { PublicKey, type Keypair } from '@solana/web3.js';
 import type { ChainBackend } from '../chain/backend.js';
 import { keypairFromSeed } from '../chain/ed25519.js';
 import { curveKit } from '../chain/programs/dbc/curve.js';
+import { buildPositionPaymentInstructions, claimTargets, dammKit } from '../chain/programs/dbc/dammPosition.js';
+import type { HistoryTransaction } from '../chain/history.js';
+import { parseJson } from '../lib/json.js';
 import { sendIdempotent } from '../chain/send.js';
 import type { PendingTx, StepContext } from '../chain/steps/types.js';
 import { transferTargetProblem } from '../chain/transferTarget.js';
@@ -16,18 +19,20 @@ import { newId, newSortableId } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { NonRetriableError, TransientError } from '../lib/retry.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
-import { feeRecipient, launchTokenStandard, presentSources, readFeeSources, type FeeLaunch, type FeeSource } from './sources.js';
+import { feeRecipient, hasClaimable, launchTokenStandard, presentSources, readFeeSources, type FeeLaunch, type FeeSource } from './sources.js';
 import {
   ClaimFencedError,
   completeClaim,
   failClaim,
   findClaimByKey,
   findRunningClaim,
+  graduatedPositions,
   insertClaim,
   pendingOf,
   planOf,
   presentClaim,
   recordClaimPending,
+  recordClaimPlan,
   releaseClaim,
   takeOverClaim,
   type FeeClaimRow,
@@ -73,7 +78,8 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
   async function launchOf(owner: string, launchId: string): Promise<FeeLaunch> {
     const launch = await db.selectFrom('launches').select(['id', 'owner', 'status', 'payer', 'request', 'results']).where('id', '=', launchId).where('owner', '=', owner).executeTakeFirst();
     if (!launch) throw new NotFoundError(`Launch ${launchId} not found`);
-    return launch;
+    // After graduation the DAMM v2 positions it gave the curve's creator are sources too.
+    return { ...launch, positions: await graduatedPositions(db, launchId) };
   }
 
   async function signerOf(launch: FeeLaunch): Promise<Keypair> {
@@ -87,8 +93,17 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
     return { recipient: feeRecipient(launch) ?? null, sources: presentSources(await readFeeSources(chain, launch)) };
   }
 
-  /** `POST /api/launches/{id}/fees/claim`. */
-  async function claim(owner: string, launchId: string, args: { idempotencyKey?: string | undefined; origin?: 'api' | 'auto' }): Promise<ClaimOutcome> {
+  /** What a claim of the launch would claim now, read from the chain. */
+  async function planFor(launch: FeeLaunch): Promise<PlannedSource[]> {
+    return (await readFeeSources(chain, launch)).filter(hasClaimable).map((s) =>
+      s.kind === 'curve'
+        ? { kind: 'curve', address: s.address, quoteLamports: s.state.creatorQuoteFee.toString(), baseAmount: s.state.creatorBaseFee.toString(), baseMint: s.state.baseMint.toBase58() }
+        : { kind: 'amm-position', address: s.address, quoteLamports: s.pending.b.toString(), baseAmount: s.pending.a.toString(), baseMint: s.poolState.tokenAMint.toBase58(), pool: s.pool, nftAccount: s.nftAccount },
+    );
+  }
+
+  /** `POST /api/launches/{id}/fees/claim`; the auto-claimer's claims pass `minLamports` (claimed only while the SOL claimable reaches it). */
+  async function claim(owner: string, launchId: string, args: { idempotencyKey?: string | undefined; origin?: 'api' | 'auto'; minLamports?: bigint }): Promise<ClaimOutcome> {
     const launch = await launchOf(owner, launchId);
     if (args.idempotencyKey !== undefined) {
       const known = await findClaimByKey(db, owner, args.idempotencyKey);
@@ -106,41 +121,43 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
 
     const recipient = feeRecipient(launch);
     if (recipient === undefined) throw new UnprocessableError('unprocessable_entity', 'The launch has no fee recipient (its treasury does not exist)');
-    const sources = (await readFeeSources(chain, launch)).filter((s) => s.state.creatorQuoteFee > 0n || s.state.creatorBaseFee > 0n);
-    const plan: PlannedSource[] = sources.map((s) => ({ kind: 'curve', address: s.address, quoteLamports: s.state.creatorQuoteFee.toString(), baseAmount: s.state.creatorBaseFee.toString(), baseMint: s.state.baseMint.toBase58() }));
-    for (const p of plan) {
+    const plan = await planFor(launch);
+    const lamports = plan.reduce((sum, p) => sum + BigInt(p.quoteLamports), 0n);
+    const enough = args.minLamports === undefined || lamports >= args.minLamports;
+    for (const p of enough ? plan : []) {
       const problem = BigInt(p.quoteLamports) > 0n ? await transferTargetProblem(chain, new PublicKey(recipient), BigInt(p.quoteLamports)) : undefined;
       if (problem) throw new UnprocessableError('unprocessable_entity', `The fee recipient ${recipient} cannot receive ${p.quoteLamports} lamports now: ${problem}; nothing was sent`);
     }
 
     const now = clock.now();
+    const empty = plan.length === 0 || !enough;
     const row: FeeClaimRow = {
       id: newSortableId('fcl', now),
       launch_id: launchId,
       owner,
       idempotency_key: args.idempotencyKey ?? null,
       origin: args.origin ?? 'api',
-      state: plan.length === 0 ? 'done' : 'running',
+      state: empty ? 'done' : 'running',
       recipient,
-      plan: JSON.stringify(plan),
+      plan: JSON.stringify(empty ? [] : plan),
       pending: null,
-      signatures: plan.length === 0 ? '[]' : null,
-      amounts: plan.length === 0 ? '{}' : null,
+      signatures: empty ? '[]' : null,
+      amounts: empty ? '{}' : null,
       last_error: null,
-      lease_owner: plan.length === 0 ? null : worker,
+      lease_owner: empty ? null : worker,
       lease_expires_at: null,
       fence: 1,
       created_at: now,
       updated_at: now,
-      completed_at: plan.length === 0 ? now : null,
+      completed_at: empty ? now : null,
     };
     // Nothing to claim: an empty claim, recorded only when a key must answer it again.
-    if (plan.length === 0) {
+    if (empty) {
       if (args.idempotencyKey !== undefined) await insertOrConflict(row, args.idempotencyKey);
       return { claim: { signatures: [], amounts: {} }, replayed: false };
     }
     await insertOrConflict({ ...row, lease_expires_at: leaseDeadline(db, now, leaseMs) as unknown as number }, args.idempotencyKey);
-    const done = await run(launch, row);
+    const done = await run(launch, row, args.minLamports);
     return { claim: presentClaim(done), replayed: false };
   }
 
@@ -160,39 +177,42 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
     const taken = await takeOverClaim(db, row, { owner: worker, now: clock.now(), leaseMs });
     if (!taken) return undefined;
     deps.logger.info({ launchId: launch.id, claim: row.id }, 'resuming an interrupted fee claim');
-    return run(launch, taken);
+    return run(launch, taken, row.origin === 'auto' ? autoClaimMinLamports(launch) : undefined);
   }
 
-  /** Sends each planned source's claim (recorded first) and completes the claim in one commit. */
-  async function run(launch: FeeLaunch, row: FeeClaimRow): Promise<FeeClaimRow> {
+  /**
+   * Sends each planned source's claim (each transaction recorded first) and completes the claim in
+   * one commit. Before the first send the plan is read again from the chain while the claim holds
+   * the launch's running slot, so no other claim of the launch can have taken it in between.
+   */
+  async function run(launch: FeeLaunch, row: FeeClaimRow, minLamports: bigint | undefined): Promise<FeeClaimRow> {
     const logger = deps.logger.child({ launchId: launch.id, claim: row.id });
     const signer = await signerOf(launch);
     const recipient = new PublicKey(row.recipient);
     const baseTokenProgram = launchTokenStandard(launch) === 'spl-token' ? TOKEN_PROGRAM_ID : TOKEN_2022_PROGRAM_ID;
     const pending: Record<string, PendingTx> = pendingOf(row);
-    const kit = await curveKit();
-    const sent: Array<{ source: PlannedSource; signature: string }> = [];
+    const sent: Sent[] = [];
     try {
-      for (const source of planOf(row)) {
-        const pool = new PublicKey(source.address);
-        const info = await chain.getAccountInfo(pool);
-        if (!info) throw new NonRetriableError('program_error', `curve ${source.address} does not exist on the chain`);
-        const state = kit.decodeCurveState(info.data);
-        const instructions = await kit.buildClaimCreatorFeeInstructions({ pool, state, creator: signer.publicKey, recipient, quoteLamports: BigInt(source.quoteLamports), baseAmount: BigInt(source.baseAmount), baseTokenProgram });
-        const ctx = {
-          chain,
-          payer: signer,
-          pending,
-          recordPending: async (label: string, tx: PendingTx) => {
-            await recordClaimPending(db, row, { ...pending, [label]: tx }, clock.now());
-            await deps.beforeSend?.(row);
-          },
-          logger,
-          budget: undefined,
-        } as unknown as StepContext;
-        // No postcondition: fees accrue again, so only a recorded signature tells a claim landed.
-        const result = await sendIdempotent(ctx, { label: `${source.kind}:${source.address}`, type: 'claim_creator_fee', instructions: () => instructions, signers: [], rentLamports: 0, postcondition: async () => false });
-        sent.push({ source, signature: result.signature });
+      let plan = planOf(row);
+      if (Object.keys(pending).length === 0) {
+        plan = await planFor(launch);
+        const lamports = plan.reduce((sum, p) => sum + BigInt(p.quoteLamports), 0n);
+        if (plan.length === 0 || (minLamports !== undefined && lamports < minLamports)) plan = [];
+        await recordClaimPlan(db, row, plan, clock.now());
+      }
+      const ctx = {
+        chain,
+        payer: signer,
+        pending,
+        recordPending: async (label: string, tx: PendingTx) => {
+          await recordClaimPending(db, row, { ...pending, [label]: tx }, clock.now());
+          await deps.beforeSend?.(row);
+        },
+        logger,
+        budget: undefined,
+      } as unknown as StepContext;
+      for (const source of plan) {
+        sent.push(source.kind === 'curve' ? await claimCurve(ctx, source, { signer, recipient, baseTokenProgram }) : await claimPosition(ctx, row, source, { signer, recipient }));
       }
     } catch (error) {
       if (error instanceof ClaimFencedError) throw new ConflictError('Another request took this fee claim over; retry shortly', undefined, 'claim_in_progress');
@@ -213,32 +233,107 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
     return complete(launch, row, signer, sent);
   }
 
-  async function complete(launch: FeeLaunch, row: FeeClaimRow, signer: Keypair, sent: Array<{ source: PlannedSource; signature: string }>): Promise<FeeClaimRow> {
-    const amounts: Record<string, bigint> = {};
-    const events: Array<{ source: PlannedSource; signature: string; amounts: Record<string, string>; paid: number | undefined }> = [];
-    for (const { source, signature } of sent) {
+  /** A curve's creator fee: one transaction, `claim_creator_trading_fee` with the planned amounts as its maximum, paid on in SOL. */
+  async function claimCurve(ctx: StepContext, source: PlannedSource, args: { signer: Keypair; recipient: PublicKey; baseTokenProgram: PublicKey }): Promise<Sent> {
+    const pool = new PublicKey(source.address);
+    const info = await chain.getAccountInfo(pool);
+    if (!info) throw new NonRetriableError('program_error', `curve ${source.address} does not exist on the chain`);
+    const kit = await curveKit();
+    const state = kit.decodeCurveState(info.data);
+    const instructions = await kit.buildClaimCreatorFeeInstructions({ pool, state, creator: args.signer.publicKey, recipient: args.recipient, quoteLamports: BigInt(source.quoteLamports), baseAmount: BigInt(source.baseAmount), baseTokenProgram: args.baseTokenProgram });
+    // No postcondition: fees accrue again, so only a recorded signature tells a claim landed.
+    const result = await sendIdempotent(ctx, { label: `${source.kind}:${source.address}`, type: 'claim_creator_fee', instructions: () => instructions, signers: [], rentLamports: 0, postcondition: async () => false });
+    const amounts: Record<string, string> = {};
+    if (BigInt(source.quoteLamports) > 0n) amounts[WSOL] = source.quoteLamports;
+    if (BigInt(source.baseAmount) > 0n) amounts[source.baseMint] = source.baseAmount;
+    const paid = await walletPaid(result.signature, args.signer.publicKey);
+    return { source, signature: result.signature, signatures: [result.signature], amounts, spends: paid === undefined ? [] : [{ signature: result.signature, lamports: paid }] };
+  }
+
+  /**
+   * A DAMM v2 position's fees (docs/funding.md, "Creator fees"): `claim_position_fee` takes no
+   * amount and pays all that is pending when it lands, so the claim is two transactions. The first
+   * claims the SOL into the claim's own wrapped-SOL account (and the launched token straight into the
+   * recipient's token account); the second closes that account into the wallet and transfers exactly
+   * the SOL the first one claimed, read from its transaction, to the recipient. Each is recorded
+   * before it is sent; the second is built from the first's outcome, so a resume pays the same.
+   */
+  async function claimPosition(ctx: StepContext, row: FeeClaimRow, source: PlannedSource, args: { signer: Keypair; recipient: PublicKey }): Promise<Sent> {
+    const kit = await dammKit();
+    const owner = args.signer.publicKey;
+    const pool = new PublicKey(source.pool!);
+    const poolInfo = await chain.getAccountInfo(pool);
+    if (!poolInfo) throw new NonRetriableError('program_error', `DAMM v2 pool ${source.pool} does not exist on the chain`);
+    const poolState = kit.decodePool(poolInfo.data);
+    const wsolRent = await chain.getMinimumBalanceForRentExemption(ACCOUNT_SIZE);
+    const instructions = await kit.buildClaimPositionFeeInstructions({ pool, poolState, position: new PublicKey(source.address), nftAccount: new PublicKey(source.nftAccount!), owner, recipient: args.recipient, claimId: row.id, wsolRentLamports: wsolRent });
+    const claimed = await sendIdempotent(ctx, { label: `${source.kind}:${source.address}`, type: 'claim_position_fee', instructions: () => instructions, signers: [], rentLamports: wsolRent, postcondition: async () => false });
+    const targets = claimTargets({ pool: poolState, owner, recipient: args.recipient, claimId: row.id, position: source.address });
+    const tx = await landedTransaction(claimed.signature);
+    const delta = (account: PublicKey): bigint => {
+      const index = tx.accountKeys.indexOf(account.toBase58());
+      const amount = (list: HistoryTransaction['preTokenBalances']) => BigInt(list.find((b) => b.accountIndex === index)?.amount ?? '0');
+      return index < 0 ? 0n : amount(tx.postTokenBalances) - amount(tx.preTokenBalances);
+    };
+    const got: Record<string, bigint> = { [poolState.tokenAMint.toBase58()]: delta(targets.a), [poolState.tokenBMint.toBase58()]: delta(targets.b) };
+    const lamports = got[WSOL] ?? 0n;
+    const wsolIndex = tx.accountKeys.indexOf(targets.wsol.address.toBase58());
+    const wsolHeld = BigInt(tx.postBalances[wsolIndex] ?? 0);
+    const payment = await sendIdempotent(ctx, {
+      label: `payment:${source.address}`,
+      type: 'fee_payment',
+      instructions: () => buildPositionPaymentInstructions({ owner, wsolAccount: targets.wsol.address, recipient: args.recipient, lamports }),
+      signers: [],
+      rentLamports: 0,
+      // Only this transaction closes the claim's wrapped-SOL account.
+      postcondition: async () => (await chain.getAccountInfo(targets.wsol.address)) === null,
+    });
+    const amounts = Object.fromEntries(Object.entries(got).filter(([, v]) => v > 0n).map(([m, v]) => [m, v.toString()]));
+    // What the wallet spent, the claimed SOL passing through: the claim's fee and rent (the
+    // wrapped-SOL account's comes back with the payment), the payment's fee.
+    const spends: Array<{ signature: string; lamports: number }> = [];
+    if (tx.accountKeys[0] === owner.toBase58()) spends.push({ signature: claimed.signature, lamports: Number(BigInt(tx.preBalances[0]! - tx.postBalances[0]!) - (wsolHeld - lamports)) });
+    const paid = await walletPaid(payment.signature, owner);
+    if (paid !== undefined) spends.push({ signature: payment.signature, lamports: Number(BigInt(paid) + (wsolHeld - lamports)) });
+    return { source, signature: claimed.signature, signatures: [claimed.signature, payment.signature], amounts, spends, paymentSignature: payment.signature };
+  }
+
+  /** A landed transaction from the chain's history (on RPC it appears there once finalized: waited for, up to 40 s). */
+  async function landedTransaction(signature: string): Promise<HistoryTransaction> {
+    const deadline = clock.now() + 40_000;
+    for (;;) {
       const tx = await chain.history.getTransaction(signature);
-      if (!tx) throw new UnavailableError(`claim ${signature} landed but cannot be read yet`, 2);
-      const paid = tx.accountKeys[0] === signer.publicKey.toBase58() ? (tx.preBalances[0] ?? 0) - (tx.postBalances[0] ?? 0) : undefined;
-      const own: Record<string, string> = {};
-      if (BigInt(source.quoteLamports) > 0n) own[WSOL] = source.quoteLamports;
-      if (BigInt(source.baseAmount) > 0n) own[source.baseMint] = source.baseAmount;
-      for (const [mint, v] of Object.entries(own)) amounts[mint] = (amounts[mint] ?? 0n) + BigInt(v);
-      events.push({ source, signature, amounts: own, paid });
+      if (tx) return tx;
+      if (clock.now() > deadline) throw new TransientError('chain_unavailable', `claim ${signature} landed but cannot be read yet`);
+      await new Promise((r) => setTimeout(r, 500));
     }
+  }
+
+  /** What a transaction took from the wallet when the wallet paid it (its fee payer). */
+  async function walletPaid(signature: string, wallet: PublicKey): Promise<number | undefined> {
+    const tx = await landedTransaction(signature);
+    return tx.accountKeys[0] === wallet.toBase58() ? (tx.preBalances[0] ?? 0) - (tx.postBalances[0] ?? 0) : undefined;
+  }
+
+  async function complete(launch: FeeLaunch, row: FeeClaimRow, signer: Keypair, sent: Sent[]): Promise<FeeClaimRow> {
+    const amounts: Record<string, bigint> = {};
+    for (const s of sent) for (const [mint, v] of Object.entries(s.amounts)) amounts[mint] = (amounts[mint] ?? 0n) + BigInt(v);
     const total = Object.fromEntries(Object.entries(amounts).map(([m, v]) => [m, v.toString()]));
+    const signatures = sent.flatMap((s) => s.signatures);
     await db.transaction().execute(async (trx) => {
       const now = clock.now();
-      await completeClaim(trx, row, { signatures: sent.map((s) => s.signature), amounts: total, now });
-      for (const e of events) {
-        await recordEvent(trx, clock, { launchId: launch.id, event: 'fees.claimed', data: { pool: e.source.address, claimer: signer.publicKey.toBase58(), amounts: e.amounts, signature: e.signature, kind: 'creator', recipient: row.recipient, source: e.source.kind } });
-        if (launch.payer !== null && e.paid !== undefined && e.paid > 0) {
-          await insertEntry(trx, { owner: launch.owner, launchId: launch.id, kind: 'spend', lamports: e.paid, signature: e.signature, details: { feeClaim: row.id }, now });
+      await completeClaim(trx, row, { signatures, amounts: total, now });
+      for (const s of sent) {
+        const data: Record<string, unknown> = { pool: s.source.kind === 'curve' ? s.source.address : s.source.pool, claimer: signer.publicKey.toBase58(), amounts: s.amounts, signature: s.signature, kind: 'creator', recipient: row.recipient, source: s.source.kind, auto: row.origin === 'auto' };
+        if (s.source.kind === 'amm-position') Object.assign(data, { position: s.source.address, paymentSignature: s.paymentSignature });
+        await recordEvent(trx, clock, { launchId: launch.id, event: 'fees.claimed', data });
+        for (const spend of launch.payer !== null ? s.spends : []) {
+          if (spend.lamports > 0) await insertEntry(trx, { owner: launch.owner, launchId: launch.id, kind: 'spend', lamports: spend.lamports, signature: spend.signature, details: { feeClaim: row.id }, now });
         }
       }
     });
-    deps.signal.notify();
-    return { ...row, state: 'done', signatures: JSON.stringify(sent.map((s) => s.signature)), amounts: JSON.stringify(total) };
+    if (sent.length > 0) deps.signal.notify();
+    return { ...row, state: 'done', signatures: JSON.stringify(signatures), amounts: JSON.stringify(total) };
   }
 
   /** The same use case with a test hook that runs after each claim transaction is recorded and before it is sent. */
@@ -247,8 +342,26 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
   return { read, claim, withBeforeSend };
 }
 
+/** One claimed source: its transactions, what it paid the recipient and what the wallet spent on it. */
+interface Sent {
+  source: PlannedSource;
+  /** The claim's transaction (the event's `signature`). */
+  signature: string;
+  /** Every transaction of the source (a position's claim and its payment). */
+  signatures: string[];
+  amounts: Record<string, string>;
+  spends: Array<{ signature: string; lamports: number }>;
+  paymentSignature?: string;
+}
+
+/** The request's `fees.autoClaimMinLamports`, if set. */
+export function autoClaimMinLamports(launch: Pick<FeeLaunch, 'request'>): bigint | undefined {
+  const min = parseJson<{ fees?: { autoClaimMinLamports?: unknown } }>(launch.request, {}).fees?.autoClaimMinLamports;
+  return typeof min === 'string' && /^\d+$/.test(min) ? BigInt(min) : undefined;
+}
+
 export interface FeeClaims {
   read: (owner: string, launchId: string) => Promise<{ recipient: string | null; sources: FeeSource[] }>;
-  claim: (owner: string, launchId: string, args: { idempotencyKey?: string | undefined; origin?: 'api' | 'auto' }) => Promise<ClaimOutcome>;
+  claim: (owner: string, launchId: string, args: { idempotencyKey?: string | undefined; origin?: 'api' | 'auto'; minLamports?: bigint }) => Promise<ClaimOutcome>;
   withBeforeSend: (beforeSend: NonNullable<FeeClaimsDeps['beforeSend']>) => FeeClaims;
 }

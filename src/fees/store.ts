@@ -31,16 +31,20 @@ export type FeeClaimRow = {
 
 /** One source of a claim, fixed before the first send: what it claims and where it pays. */
 export interface PlannedSource {
-  kind: 'curve';
+  kind: 'curve' | 'amm-position';
+  /** The curve, or the DAMM v2 position. */
   address: string;
-  /** Lamports of SOL (the quote) the claim takes and pays on. */
+  /** Lamports of SOL (the quote) the claim takes and pays on (a position's: what it held when planned; its claim pays what it holds when it lands). */
   quoteLamports: string;
   /** Base units of the launched token (0 on our curves, which collect fees in SOL). */
   baseAmount: string;
   baseMint: string;
+  /** A position's DAMM v2 pool and the token account holding its NFT. */
+  pool?: string;
+  nftAccount?: string;
 }
 
-type Tables = { fee_claims: FeeClaimRow };
+type Tables = { fee_claims: FeeClaimRow; curve_migrations: { launch_id: string; result: string | null } };
 const tables = (db: DbOrTx) => (db as Db).withTables<Tables>();
 
 /** Thrown when the claim's lease was taken over: nothing was written. */
@@ -85,6 +89,12 @@ export async function recordClaimPending(db: DbOrTx, row: FeeClaimRow, pending: 
   if (Number(updated.numUpdatedRows) === 0) throw new ClaimFencedError(row.id);
 }
 
+/** The plan read from the chain while the claim holds the launch's running slot, before the first send, under the fence. */
+export async function recordClaimPlan(db: DbOrTx, row: FeeClaimRow, plan: PlannedSource[], now: number): Promise<void> {
+  const updated = await tables(db).updateTable('fee_claims').set({ plan: JSON.stringify(plan), updated_at: now }).where('id', '=', row.id).where('fence', '=', row.fence).where('state', '=', 'running').executeTakeFirst();
+  if (Number(updated.numUpdatedRows) === 0) throw new ClaimFencedError(row.id);
+}
+
 /** In the completing transaction, under the fence. */
 export async function completeClaim(db: DbOrTx, row: FeeClaimRow, done: { signatures: string[]; amounts: Record<string, string>; now: number }): Promise<void> {
   const updated = await tables(db)
@@ -115,4 +125,10 @@ export async function releaseClaim(db: DbOrTx, row: FeeClaimRow, error: string, 
 /** The API view of a claim. */
 export function presentClaim(row: FeeClaimRow): { signatures: string[]; amounts: Record<string, string> } {
   return { signatures: parseJson<string[]>(row.signatures ?? '[]', []), amounts: parseJson<Record<string, string>>(row.amounts ?? '{}', {}) };
+}
+
+/** The DAMM v2 positions a launch's graduation recorded (`pool.graduated`'s `positions`; none before it, or when someone else migrated the curve). */
+export async function graduatedPositions(db: DbOrTx, launchId: string): Promise<Array<{ address: string; nftMint: string; nftAccount: string; owner: string }>> {
+  const row = await tables(db).selectFrom('curve_migrations').select('result').where('launch_id', '=', launchId).executeTakeFirst();
+  return row?.result ? (parseJson<{ positions?: Array<{ address: string; nftMint: string; nftAccount: string; owner: string }> }>(row.result, {}).positions ?? []) : [];
 }

@@ -25,7 +25,7 @@ export const feePaths: Record<string, unknown> = {
                   recipient: { type: ['string', 'null'], description: 'who a claim pays: the creator, the DAO treasury or the address of the request\'s fees.recipient' },
                   sources: {
                     type: 'array',
-                    description: 'a bonding curve: its creator trading fee (kind curve); a CPMM launch has none (its pool has no creator fee)',
+                    description: 'a bonding curve: its creator trading fee (kind curve, before and after graduation) and, once graduated, the fees of each DAMM v2 position the graduation gave it (kind amm-position: what claim_position_fee would pay now, SOL and the launched token); a CPMM launch has none (its pool has no creator fee)',
                     items: { type: 'object', properties: { kind: { type: 'string', enum: ['curve', 'amm-position', 'cpmm'] }, address: { type: 'string' }, claimable: perMint } },
                   },
                 },
@@ -46,7 +46,7 @@ export const feePaths: Record<string, unknown> = {
       parameters: [id, { name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 255 } }],
       requestBody: { required: false, content: { 'application/json': { schema: { type: 'object', additionalProperties: false, description: 'optional; no fields' } } } },
       responses: {
-        200: json({ type: 'object', properties: { claim: { type: 'object', properties: { signatures: { type: 'array', items: { type: 'string' } }, amounts: perMint } } } }, 'Claimed and paid (empty lists: nothing to claim); Idempotent-Replayed: true for a replayed key'),
+        200: json({ type: 'object', properties: { claim: { type: 'object', properties: { signatures: { type: 'array', items: { type: 'string' } }, amounts: perMint } } } }, 'Claimed and paid (empty lists: nothing to claim): SOL as SOL, a DAMM v2 position\'s token fees to the recipient\'s token account; signatures: every transaction (a position: its claim and its payment); Idempotent-Replayed: true for a replayed key'),
         400: error('invalid_request: a body field (none is taken) or the Idempotency-Key, named in details.fields'),
         401: error('unauthorized'),
         403: error('forbidden: needs launches:write'),

@@ -89,7 +89,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   },
   {
     name: 'get_fees',
-    description: "A launch's creator fees, read from the chain: who a claim pays and what each source (a bonding curve's creator trading fee) holds (GET /api/launches/{id}/fees).",
+    description: "A launch's creator fees, read from the chain: who a claim pays and what each source holds (a bonding curve's creator trading fee; after graduation also its DAMM v2 position's fees, SOL and token) (GET /api/launches/{id}/fees).",
     inputSchema: { launchId: id('launch') },
     annotations: read,
     rest: (args) => ({ method: 'GET', path: `/api/launches/${seg(args.launchId)}/fees` }),
@@ -97,7 +97,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'claim_fees',
     description:
-      "Claim a launch's creator fees and pay them to its fee recipient (POST /api/launches/{id}/fees/claim). `idempotencyKey` is required: a retry with the same key answers the first claim instead of claiming again; nothing claimable answers empty lists.",
+      "Claim a launch's creator fees (the curve's and, after graduation, the DAMM v2 position's) and pay them to its fee recipient (POST /api/launches/{id}/fees/claim). `idempotencyKey` is required: a retry with the same key answers the first claim instead of claiming again; nothing claimable answers empty lists.",
     inputSchema: {
       launchId: id('launch'),
       idempotencyKey: z.string().min(1).max(255).describe('Idempotency-Key: the same key answers the first claim'),

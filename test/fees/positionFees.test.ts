@@ -1,0 +1,142 @@
+import { getAssociatedTokenAddressSync, NATIVE_MINT, TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
+import { Keypair, PublicKey } from '@solana/web3.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook } from '../../packages/webhooks/src/index.js';
+import { dammKit, leUint, pendingPositionFees } from '../../src/chain/programs/dbc/dammPosition.js';
+import { DEFAULT_PROGRAM_IDS } from '../../src/chain/programs/programIds.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { checkEnvelope } from '../../src/webhooks/eventSchemas.js';
+import { curveBody, outsideTrader, until } from '../graduation/support/trading.js';
+import { haveBinaries, needs, programsDir } from '../programs/support/binaries.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { startReceiver, type Receiver } from '../support/webhooks.js';
+import { dammTrader } from './support/dammTrader.js';
+
+// Needs the DBC and DAMM v2 binaries in CHAIN_PROGRAMS_DIR (public test fixtures, docs/programs.md);
+// skipped cleanly without them. Runs on SQLite and on PostgreSQL (TEST_DATABASE_URL).
+const IDS = [DEFAULT_PROGRAM_IDS.curve, DEFAULT_PROGRAM_IDS.amm];
+const SECRET = 'whsec_test_0123456789abcdef';
+const WSOL = NATIVE_MINT.toBase58();
+
+/** Launches a curve, fills it with outside buys through Meteora's DBC SDK and waits for the service's graduation. */
+export async function graduatedLaunch(t: TestService, key: string, body: Record<string, unknown>) {
+  const id = await t.createLaunch(key, body);
+  const launch = await until('the launch to complete', 60_000, async () => {
+    const got = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch;
+    return got.status === 'complete' || got.status === 'failed' ? got : undefined;
+  });
+  expect(launch.error).toBeNull();
+  const curve = new PublicKey(launch.results.pool.address);
+  const trader = Keypair.generate();
+  await t.service.chain.requestAirdrop!(trader.publicKey, 200_000_000_000n);
+  const outside = outsideTrader(t.service.chain);
+  for (let i = 0; i < 12 && (await outside.curve(curve)).migrationProgress === 0; i += 1) await outside.buy(trader, curve, 10_000_000_000n + BigInt(i));
+  const graduation = await until('the graduation', 60_000, async () => {
+    const got = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch.graduation;
+    return got.state === 'done' ? got : undefined;
+  });
+  return { id, launch, curve, graduation, trader, ammPool: new PublicKey(graduation.ammPool), position: new PublicKey(graduation.positions[0].address) };
+}
+
+describe.skipIf(!haveBinaries(...IDS))(`creator fees of a graduated curve's DAMM v2 position${needs(...IDS)}`, () => {
+  let t: TestService;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    receiver = await startReceiver(systemClock);
+    t = await startTestService({ env: { CHAIN_PROGRAMS_DIR: programsDir ?? '', WATCH_POLL_INTERVAL: '200ms', WEBHOOK_POLL_INTERVAL_MS: '100ms' } });
+    t.service.start();
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  it('swaps on the pool make position fees; GET reads them exactly, a claim pays the recipient what the program paid (SOL and token), once per Idempotency-Key; a second claim is empty', async () => {
+    const key = await t.key('acme', ['launches:write', 'launches:read']);
+    const creator = Keypair.generate().publicKey;
+    const g = await graduatedLaunch(t, key, curveBody({ creator: creator.toBase58(), webhookUrl: receiver.url, webhookSecret: SECRET }));
+    const wallet = ((await (await t.request('/api/funding', { key })).json()) as any).funding.address as string;
+
+    // The position's NFT is held by the owner's funding wallet after migration: it signs the claims.
+    const nftAccount = await t.service.chain.getAccountInfo(new PublicKey(g.graduation.positions[0].nftAccount));
+    expect(new PublicKey(nftAccount!.data.subarray(32, 64)).toBase58()).toBe(wallet);
+
+    // Outside traders swap both ways on the DAMM v2 pool: buys pay their fee in the token, sells in SOL.
+    const amm = dammTrader(t.service.chain);
+    await amm.swap(g.trader, g.ammPool, 'buy', 5_000_000_000n);
+    await amm.swap(g.trader, g.ammPool, 'sell', (await amm.tokenBalance(g.trader.publicKey, g.ammPool)) / 3n);
+    await amm.swap(g.trader, g.ammPool, 'sell', (await amm.tokenBalance(g.trader.publicKey, g.ammPool)) / 3n);
+    const mint = (await amm.poolOf(g.ammPool)).tokenAMint.toBase58() as string;
+
+    const fees = ((await (await t.request(`/api/launches/${g.id}/fees`, { key })).json()) as any).fees;
+    expect(fees.recipient).toBe(creator.toBase58());
+    expect(fees.sources.map((s: any) => s.kind)).toEqual(['curve', 'amm-position']);
+    const position = fees.sources[1];
+    expect(position.address).toBe(g.position.toBase58());
+    const sol = BigInt(position.claimable[WSOL]);
+    const token = BigInt(position.claimable[mint]);
+    expect(sol > 0n && token > 0n).toBe(true);
+    const curveSol = BigInt(fees.sources[0].claimable[WSOL]);
+    // Exactly the program's arithmetic: the same numbers from the raw accounts.
+    const kit = await dammKit();
+    const raw = pendingPositionFees(kit.decodePool((await t.service.chain.getAccountInfo(g.ammPool))!.data), kit.decodePosition((await t.service.chain.getAccountInfo(g.position))!.data));
+    expect(raw).toEqual({ a: token, b: sol });
+    // The byte offsets docs/programs.md gives agree with the IDL's decoding.
+    const poolData = (await t.service.chain.getAccountInfo(g.ammPool))!.data;
+    const posData = (await t.service.chain.getAccountInfo(g.position))!.data;
+    expect([poolData.length, posData.length]).toEqual([1112, 408]);
+    const decodedPool = kit.decodePool(poolData);
+    const decodedPos = kit.decodePosition(posData);
+    expect([leUint(poolData.subarray(488, 520)), leUint(poolData.subarray(520, 552))]).toEqual([decodedPool.feeAPerLiquidity, decodedPool.feeBPerLiquidity]);
+    expect([leUint(posData.subarray(72, 104)), leUint(posData.subarray(104, 136)), posData.readBigUInt64LE(136), posData.readBigUInt64LE(144)]).toEqual([decodedPos.feeAPerTokenCheckpoint, decodedPos.feeBPerTokenCheckpoint, decodedPos.feeAPending, decodedPos.feeBPending]);
+    expect([leUint(posData.subarray(152, 168)), leUint(posData.subarray(168, 184)), leUint(posData.subarray(184, 200))]).toEqual([decodedPos.unlockedLiquidity, decodedPos.vestedLiquidity, decodedPos.permanentLockedLiquidity]);
+    expect(decodedPos.permanentLockedLiquidity > 0n).toBe(true);
+
+    // The claim: the recipient gets exactly what the program paid out of the position, in SOL and in the token.
+    const creatorToken = getAssociatedTokenAddressSync(new PublicKey(mint), creator, true, TOKEN_2022_PROGRAM_ID);
+    const tokenOf = async () => (await t.service.chain.getAccountInfo(creatorToken))?.data.readBigUInt64LE(64) ?? 0n;
+    // The creator already holds the first buy's tokens.
+    const tokenBefore = await tokenOf();
+    const before = BigInt(await t.service.chain.getBalance(creator));
+    const walletBefore = BigInt(await t.service.chain.getBalance(new PublicKey(wallet)));
+    const first = await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'claim-amm-1' } });
+    expect(first.status).toBe(200);
+    const claim = ((await first.json()) as any).claim;
+    expect(claim.amounts).toEqual({ [WSOL]: (sol + curveSol).toString(), [mint]: token.toString() });
+    expect(claim.signatures).toHaveLength(curveSol > 0n ? 3 : 2);
+    expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(sol + curveSol);
+    expect((await tokenOf()) - tokenBefore).toBe(token);
+    const after = ((await (await t.request(`/api/launches/${g.id}/fees`, { key })).json()) as any).fees;
+    expect(after.sources[1].claimable).toEqual({ [WSOL]: '0' });
+
+    // What the wallet spent is in the ledger, one entry per transaction: fees and the recipient's token account, never the claimed SOL.
+    const walletSpent = walletBefore - BigInt(await t.service.chain.getBalance(new PublicKey(wallet)));
+    const entries = await t.service.db.selectFrom('funding_ledger').select(['signature', 'lamports', 'kind']).where('launch_id', '=', g.id).where('signature', 'in', claim.signatures).execute();
+    expect(entries.every((e) => e.kind === 'spend')).toBe(true);
+    expect(entries.map((e) => e.signature).sort()).toEqual([...claim.signatures].sort());
+    expect(entries.reduce((sum, e) => sum + BigInt(e.lamports), 0n)).toBe(walletSpent);
+    expect(walletSpent > 0n && walletSpent < 3_000_000n).toBe(true);
+
+    // The same key replays the claim and sends nothing; a new claim is empty.
+    const again = await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'claim-amm-1' } });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await again.json()) as any).claim).toEqual(claim);
+    const empty = await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, json: {} });
+    expect(((await empty.json()) as any).claim).toEqual({ signatures: [], amounts: {} });
+    expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(sol + curveSol);
+
+    // MCP's get_fees reads the same sources.
+    const mcp = async (name: string, args: Record<string, unknown>) =>
+      ((await (await t.request('/mcp', { method: 'POST', key, headers: { accept: 'application/json, text/event-stream' }, json: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } } })).json()) as any).result.structuredContent;
+    expect((await mcp('get_fees', { launchId: g.id })).fees.sources.map((s: any) => s.kind)).toEqual(['curve', 'amm-position']);
+
+    // fees.claimed for the position, delivered signed.
+    const delivered = await until('fees.claimed delivered', 30_000, async () =>
+      receiver.requests.map((r) => verifyWebhook<any>(r.body, r.headers, SECRET).payload).find((p) => p.launchId === g.id && p.event === 'fees.claimed' && p.data.source === 'amm-position'),
+    );
+    expect(checkEnvelope(delivered)).toEqual({ ok: true });
+    expect(delivered.data).toMatchObject({ pool: g.ammPool.toBase58(), position: g.position.toBase58(), claimer: wallet, recipient: creator.toBase58(), amounts: { [WSOL]: sol.toString(), [mint]: token.toString() }, kind: 'creator', source: 'amm-position', auto: false });
+    expect(claim.signatures).toContain(delivered.data.signature);
+    expect(claim.signatures).toContain(delivered.data.paymentSignature);
+  }, 180_000);
+});
