@@ -91,9 +91,6 @@ function curveRequestRules(req: { pool?: unknown; allocations?: Record<string, n
       ctx.addIssue({ code: 'custom', path: ['allocations', kind], message: 'must be 0 on a bonding-curve launch: the curve mints the supply, so allocations may name only pool and vesting' });
     }
   }
-  if (req.dao !== undefined) {
-    ctx.addIssue({ code: 'custom', path: ['dao'], message: 'is not built yet for bonding-curve launches' });
-  }
   if (typeof req.decimals === 'number' && (req.decimals < 6 || req.decimals > 9)) {
     ctx.addIssue({ code: 'custom', path: ['decimals'], message: 'must be 6 to 9 on a bonding-curve launch (what the Dynamic Bonding Curve program supports)' });
   }
@@ -164,6 +161,8 @@ export const launchRequestSchema = z
       ctx.addIssue({ code: 'custom', path: ['allocations'], message: 'must sum to 100' });
     }
     for (const [section, share] of [['vesting', a.vesting], ['dao', a.treasury], ['pool', a.pool]] as const) {
+      // A bonding curve's DAO holds no allocation (the curve mints the supply): its realm governs the launched mint, its treasury receives fees.
+      if (curve && section === 'dao') continue;
       const present = req[section] !== undefined;
       const allocation = section === 'dao' ? 'treasury' : section;
       if (present && share === 0) ctx.addIssue({ code: 'custom', path: [section], message: `requires a non-zero allocations.${allocation}` });

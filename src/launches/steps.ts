@@ -3,11 +3,12 @@ import { NonRetriableError } from '../lib/retry.js';
 import type { LaunchRequest } from './request.js';
 
 /**
- * The steps this request runs: a bonding-curve launch is one step (the program creates the mint,
- * its metadata and the supply); otherwise the token steps, then vesting, DAO and pool when asked.
+ * The steps this request runs: a bonding-curve launch is the curve (the program creates the mint,
+ * its metadata and the supply), then its DAO when asked (a realm on the launched mint); otherwise
+ * the token steps, then vesting, DAO and pool when asked.
  */
 export function stepsFor(req: Pick<LaunchRequest, 'vesting' | 'dao' | 'pool'>): StepName[] {
-  if (req.pool?.kind === 'bonding-curve') return ['create_curve'];
+  if (req.pool?.kind === 'bonding-curve') return req.dao === undefined ? ['create_curve'] : ['create_curve', 'create_dao'];
   return STEP_ORDER.filter((step) => {
     if (step === 'create_curve') return false;
     if (step === 'create_vesting') return req.vesting !== undefined;
