@@ -325,7 +325,7 @@ export async function createService(
       ownerLimits: config.ownerLimits,
       bodyLimitBytes: config.bodyLimitBytes,
       signInLimiter: createRateLimiter({ db, clock, logger, limit: config.ops.dashboardSignInPerMinute }),
-      balanceOf: (address) => chain.getBalance(new PublicKey(address)),
+      balanceOf: (address) => chain.getLamports(new PublicKey(address)),
       deadLetters: {
         db,
         clock,

@@ -78,6 +78,11 @@ export interface ChainBackend {
   getAccountInfo(pubkey: PublicKey, commitment?: Commitment): Promise<AccountInfo<Buffer> | null>;
   getBalance(pubkey: PublicKey): Promise<number>;
   /**
+   * The balance exactly, as a bigint (what funding reads: a JS number rounds from 2^53 lamports on).
+   * The embedded chain's is exact at any size; an RPC's answer is JSON, exact up to 2^53.
+   */
+  getLamports(pubkey: PublicKey): Promise<bigint>;
+  /**
    * Asks the cluster's faucet for lamports (a test validator, `npm run chain`, devnet; the embedded
    * chain's faucet). Resolves with the airdrop's signature; mainnet refuses.
    */

@@ -3,7 +3,7 @@ import { effectiveBounds, readBoundOverrides, type BoundOverrides } from '../bou
 import type { OwnerLimits } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import { listEntries, reservedLamports, type LedgerEntry } from '../funding/ledger.js';
-import { limitsOf, type FundingLimits } from '../funding/limits.js';
+import { limitsOf, readLimits, type FundingLimits } from '../funding/limits.js';
 import { formatSol } from '../funding/sol.js';
 import { Address, Badge, time } from './layout.js';
 import { explorerUrl } from './launch.js';
@@ -17,8 +17,8 @@ export interface FundingCard {
   owner: string;
   address: string;
   /** Read from the chain now; undefined when the chain did not answer within the timeout. */
-  balance: number | undefined;
-  reserved: number;
+  balance: bigint | undefined;
+  reserved: bigint;
   limits: FundingLimits;
   /** The owner bounds that hold for the owner, and which of them an admin overrode. */
   bounds: OwnerLimits;
@@ -33,7 +33,7 @@ export interface FundingPageData {
 }
 
 /** The balance read from the chain, or undefined when it takes longer than `timeoutMs` or fails. */
-async function balanceWithin(read: () => Promise<number>, timeoutMs: number): Promise<number | undefined> {
+async function balanceWithin(read: () => Promise<bigint>, timeoutMs: number): Promise<bigint | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
   try {
@@ -48,7 +48,7 @@ async function balanceWithin(read: () => Promise<number>, timeoutMs: number): Pr
  * key its own owner's only. Balances are read in parallel, each bounded, so a slow chain costs the
  * page at most `timeoutMs` and shows "unavailable".
  */
-export async function loadFunding(db: Db, user: DashboardUser, balanceOf: (address: string) => Promise<number>, timeoutMs: number, defaults: OwnerLimits): Promise<FundingPageData> {
+export async function loadFunding(db: Db, user: DashboardUser, balanceOf: (address: string) => Promise<bigint>, timeoutMs: number, defaults: OwnerLimits): Promise<FundingPageData> {
   let query = db.selectFrom('funding_wallets').selectAll().orderBy('owner');
   if (!user.isAdmin) query = query.where('owner', '=', user.owner);
   const wallets = await query.limit(OWNERS_PER_PAGE + 1).execute();
@@ -56,13 +56,14 @@ export async function loadFunding(db: Db, user: DashboardUser, balanceOf: (addre
   const total = wallets.length > OWNERS_PER_PAGE ? Number((await db.selectFrom('funding_wallets').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n) : shown.length;
   const cards = await Promise.all(
     shown.map(async (w) => {
-      const [balance, reserved, recent, overrides] = await Promise.all([
+      const [balance, reserved, recent, overrides, limits] = await Promise.all([
         balanceWithin(() => balanceOf(w.address), timeoutMs),
         reservedLamports(db, w.owner),
         listEntries(db, w.owner, { limit: RECENT_ENTRIES, offset: 0 }),
         readBoundOverrides(db, w.owner),
+        readLimits(db, w.owner),
       ]);
-      return { owner: w.owner, address: w.address, balance, reserved, limits: limitsOf(w), bounds: effectiveBounds(defaults, overrides), overrides, entries: recent.rows };
+      return { owner: w.owner, address: w.address, balance, reserved, limits: limits ?? limitsOf(w), bounds: effectiveBounds(defaults, overrides), overrides, entries: recent.rows };
     }),
   );
   return { cards, more: total - shown.length };
@@ -81,7 +82,7 @@ const Bound: FC<{ card: FundingCard; bound: keyof OwnerLimits }> = ({ card, boun
 );
 
 const Card: FC<{ card: FundingCard; cluster: string }> = ({ card, cluster }) => {
-  const available = card.balance === undefined ? undefined : Math.max(0, card.balance - card.reserved);
+  const available = card.balance === undefined ? undefined : card.balance > card.reserved ? card.balance - card.reserved : 0n;
   return (
     <section class="funding" data-owner={card.owner}>
       <h2>{card.owner}</h2>

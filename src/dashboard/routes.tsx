@@ -58,7 +58,7 @@ export interface DashboardDeps {
   /** The dead-letter retry's collaborators (the same the API's retry uses). */
   deadLetters: DeadLetterRetryDeps;
   /** A funding wallet's balance read from the chain (none: balances show as unavailable). */
-  balanceOf?(address: string): Promise<number>;
+  balanceOf?(address: string): Promise<bigint>;
   /** How long the funding page waits for a balance before it shows "unavailable" (default 1500 ms). */
   balanceTimeoutMs?: number;
 }

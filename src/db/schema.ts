@@ -236,7 +236,7 @@ export interface FundingWalletsTable {
   max_launches_per_day: number | null;
   low_balance_lamports: NullableLamportsColumn;
   low_balance: Generated<number>;
-  seen_balance: number | null;
+  seen_balance: NullableLamportsColumn;
   withdrawing_lamports: NullableLamportsColumn;
   withdrawing_until: number | null;
   created_at: number;

@@ -39,8 +39,8 @@ export interface FundingDeps {
 /** What a create checked before its transaction: the wallet, the quote's total and the balance read. */
 export interface PreparedReservation {
   wallet: FundingWalletRow;
-  totalLamports: number;
-  balanceLamports: number;
+  totalLamports: bigint;
+  balanceLamports: bigint;
   /** When the balance was read (spends recorded after it are not subtracted). */
   readAt: number;
 }
@@ -51,6 +51,7 @@ const DAY_MS = 86_400_000;
 const dayStartOf = (now: number) => Math.floor(now / DAY_MS) * DAY_MS;
 const iso = (ms: number) => new Date(ms).toISOString();
 const amount = (value: bigint | null) => (value === null ? null : String(value));
+const max0 = (value: bigint) => (value > 0n ? value : 0n);
 
 /**
  * Every owner pays for its own launches (docs/funding.md): the owner's wallet, its quote, the
@@ -85,16 +86,17 @@ export function createFunding(deps: FundingDeps) {
     }
   }
 
-  /** Balance, what is held and what is free, read now. */
-  async function position(row: FundingWalletRow): Promise<{ balance: number; reserved: number; available: number; readAt: number }> {
+  /** Balance, what is held and what is free, read now; exact bigints (docs/funding.md). */
+  async function position(row: FundingWalletRow): Promise<{ balance: bigint; reserved: bigint; available: bigint; readAt: number }> {
     const readAt = clock.now();
-    const balance = await chain.getBalance(new PublicKey(row.address));
+    const balance = await chain.getLamports(new PublicKey(row.address));
     const reserved = (await reservedLamports(db, row.owner, { spendsBefore: readAt - SPEND_SETTLE_MS })) + withdrawing(row, readAt);
-    return { balance, reserved, available: Math.max(0, balance - reserved), readAt };
+    return { balance, reserved, available: max0(balance - reserved), readAt };
   }
 
-  function withdrawing(row: FundingWalletRow, now: number): number {
-    return row.withdrawing_lamports !== null && row.withdrawing_until !== null && Number(row.withdrawing_until) > now ? Number(row.withdrawing_lamports) : 0;
+  /** A withdrawal's hold on the row (a fee-sized amount below 2^53 at any real balance; BigInt of what was read). */
+  function withdrawing(row: FundingWalletRow, now: number): bigint {
+    return row.withdrawing_lamports !== null && row.withdrawing_until !== null && Number(row.withdrawing_until) > now ? BigInt(row.withdrawing_lamports) : 0n;
   }
 
   function refused<E extends InsufficientFundsError | LimitExceededError>(error: E): E {
@@ -142,7 +144,7 @@ export function createFunding(deps: FundingDeps) {
       const row = await wallet(owner);
       const costs = await launchCosts(chain, plan, steps, new PublicKey(row.address));
       const readAt = clock.now();
-      const balanceLamports = await chain.getBalance(new PublicKey(row.address));
+      const balanceLamports = await chain.getLamports(new PublicKey(row.address));
       return { wallet: row, totalLamports: costs.totalLamports, balanceLamports, readAt };
     },
 
@@ -159,7 +161,7 @@ export function createFunding(deps: FundingDeps) {
       const limits = (await readLimits(trx, owner)) ?? limitsOf(row);
       const total = prepared.totalLamports;
       const resetsAt = iso(dayStartOf(now) + DAY_MS);
-      if (limits.maxLamportsPerLaunch !== null && BigInt(total) > limits.maxLamportsPerLaunch) {
+      if (limits.maxLamportsPerLaunch !== null && total > limits.maxLamportsPerLaunch) {
         throw refused(new LimitExceededError(`This launch needs ${total} lamports; the limit per launch is ${limits.maxLamportsPerLaunch}`, {
           limit: 'maxLamportsPerLaunch',
           max: String(limits.maxLamportsPerLaunch),
@@ -175,7 +177,7 @@ export function createFunding(deps: FundingDeps) {
             resetsAt,
           }));
         }
-        if (limits.maxLamportsPerDay !== null && BigInt(today.lamports) + BigInt(total) > limits.maxLamportsPerDay) {
+        if (limits.maxLamportsPerDay !== null && today.lamports + total > limits.maxLamportsPerDay) {
           throw refused(new LimitExceededError(`Today's launches hold or spent ${today.lamports} lamports; this one needs ${total} more, over the daily limit of ${limits.maxLamportsPerDay}`, {
             limit: 'maxLamportsPerDay',
             max: String(limits.maxLamportsPerDay),
@@ -184,7 +186,7 @@ export function createFunding(deps: FundingDeps) {
         }
       }
       const held = (await reservedLamports(trx, owner, { spendsBefore: prepared.readAt - SPEND_SETTLE_MS })) + withdrawing(row, now);
-      const available = Math.max(0, prepared.balanceLamports - held);
+      const available = max0(prepared.balanceLamports - held);
       if (total > available) {
         throw refused(new InsufficientFundsError(`The funding wallet ${row.address} has ${available} lamports available; this launch needs ${total}. Deposit to it and try again.`, {
           requiredLamports: String(total),
@@ -201,7 +203,10 @@ export function createFunding(deps: FundingDeps) {
       const row = await findWallet(db, launch.owner);
       if (!row || row.address !== launch.payer) throw new Error(`launch ${launch.id}: its payer ${launch.payer} is not ${launch.owner}'s funding wallet`);
       const reservation = await launchReservation(db, launch.id);
-      const budgetLamports = reservation?.open ? Math.max(0, reservation.reserved - reservation.spent) : undefined;
+      // The step runner budgets in JS numbers (one transaction's needs); a rest past 2^53 is passed as
+      // 2^53 − 1, below the exact rest, so a launch still never spends more than it reserved.
+      const rest = reservation?.open ? max0(reservation.reserved - reservation.spent) : undefined;
+      const budgetLamports = rest === undefined ? undefined : Number(rest > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : rest);
       return { payerSeed: walletSeed(deps.secretBox, row), budgetLamports };
     },
 

@@ -46,6 +46,8 @@ export async function insertEntry(db: DbOrTx, entry: NewEntry): Promise<string> 
 }
 
 const num = (v: unknown): number => Number(v ?? 0);
+/** A sum read as decimal text (`cast(… as text)`), exact at any size: a JS number rounds from 2^53 on. */
+const exact = (v: unknown): bigint => BigInt((v as string | null | undefined) ?? 0);
 
 /**
  * What the owner's open reservations still hold: for each launch reserved and not yet released,
@@ -53,31 +55,31 @@ const num = (v: unknown): number => Number(v ?? 0);
  * `spendsBefore` are not subtracted: their transactions may have landed after the caller read the
  * balance it compares this with, so counting them would count the same lamports as gone twice.
  */
-export async function reservedLamports(db: DbOrTx, owner: string, options: { spendsBefore?: number } = {}): Promise<number> {
+export async function reservedLamports(db: DbOrTx, owner: string, options: { spendsBefore?: number } = {}): Promise<bigint> {
   const before = options.spendsBefore ?? Number.MAX_SAFE_INTEGER;
-  const row = await sql<{ held: unknown }>`
-    select coalesce(sum(case when open_amount > 0 then open_amount else 0 end), 0) as held from (
+  const row = await sql<{ held: string | null }>`
+    select cast(coalesce(sum(case when open_amount > 0 then open_amount else 0 end), 0) as text) as held from (
       select launch_id, sum(case when kind = 'reserve' then lamports when kind = 'spend' and created_at < ${before} then -lamports else 0 end) as open_amount
       from funding_ledger
       where owner = ${owner} and launch_id is not null and kind in ('reserve', 'spend', 'release')
       group by launch_id
       having sum(case when kind = 'release' then 1 else 0 end) = 0
     ) open_reservations`.execute(db);
-  return num(row.rows[0]?.held);
+  return exact(row.rows[0]?.held);
 }
 
 /** One launch's reservation: reserved, spent so far, and whether it is still open. */
-export async function launchReservation(db: DbOrTx, launchId: string): Promise<{ reserved: number; spent: number; open: boolean } | undefined> {
+export async function launchReservation(db: DbOrTx, launchId: string): Promise<{ reserved: bigint; spent: bigint; open: boolean } | undefined> {
   const rows = await db
     .selectFrom('funding_ledger')
-    .select(['kind', (eb) => eb.fn.sum<number>('lamports').as('lamports'), (eb) => eb.fn.countAll<number>().as('n')])
+    .select(['kind', sql<string>`cast(sum(lamports) as text)`.as('lamports')])
     .where('launch_id', '=', launchId)
     .groupBy('kind')
     .execute();
-  const by = new Map(rows.map((r) => [r.kind, { lamports: num(r.lamports), n: num(r.n) }]));
-  const reserve = by.get('reserve');
-  if (!reserve) return undefined;
-  return { reserved: reserve.lamports, spent: by.get('spend')?.lamports ?? 0, open: !by.has('release') };
+  const by = new Map(rows.map((r) => [r.kind, exact(r.lamports)]));
+  const reserved = by.get('reserve');
+  if (reserved === undefined) return undefined;
+  return { reserved, spent: by.get('spend') ?? 0n, open: !by.has('release') };
 }
 
 /** The signatures whose spend this launch has recorded already. */
@@ -90,25 +92,26 @@ export async function recordedSpends(db: DbOrTx, launchId: string): Promise<Set<
  * Closes the launch's reservation, once: a `release` entry with what it did not spend (`"0"` when it
  * spent it all). Nothing when the launch reserved nothing (created before funding) or is closed.
  */
-export async function closeReservation(db: DbOrTx, args: { launchId: string; now: number }): Promise<number | undefined> {
+export async function closeReservation(db: DbOrTx, args: { launchId: string; now: number }): Promise<bigint | undefined> {
   const reservation = await launchReservation(db, args.launchId);
   if (!reservation?.open) return undefined;
   const owner = await db.selectFrom('funding_ledger').select('owner').where('launch_id', '=', args.launchId).where('kind', '=', 'reserve').executeTakeFirstOrThrow();
-  const lamports = Math.max(0, reservation.reserved - reservation.spent);
+  const left = reservation.reserved - reservation.spent;
+  const lamports = left > 0n ? left : 0n;
   await insertEntry(db, { owner: owner.owner, launchId: args.launchId, kind: 'release', lamports, now: args.now });
   return lamports;
 }
 
 /** Today's use of the owner's funds: what the launches reserved since `dayStart` hold or spent, and how many there were. */
-export async function dayUsage(db: DbOrTx, owner: string, dayStart: number): Promise<{ lamports: number; launches: number }> {
-  const row = await sql<{ lamports: unknown; launches: unknown }>`
-    select coalesce(sum(case when l.kind = 'reserve' then l.lamports when l.kind = 'release' then -l.lamports else 0 end), 0) as lamports,
+export async function dayUsage(db: DbOrTx, owner: string, dayStart: number): Promise<{ lamports: bigint; launches: number }> {
+  const row = await sql<{ lamports: string | null; launches: unknown }>`
+    select cast(coalesce(sum(case when l.kind = 'reserve' then l.lamports when l.kind = 'release' then -l.lamports else 0 end), 0) as text) as lamports,
            coalesce(sum(case when l.kind = 'reserve' then 1 else 0 end), 0) as launches
     from funding_ledger l
     where l.owner = ${owner} and l.kind in ('reserve', 'release') and l.launch_id in (
       select r.launch_id from funding_ledger r where r.owner = ${owner} and r.kind = 'reserve' and r.created_at >= ${dayStart}
     )`.execute(db);
-  return { lamports: num(row.rows[0]?.lamports), launches: num(row.rows[0]?.launches) };
+  return { lamports: exact(row.rows[0]?.lamports), launches: num(row.rows[0]?.launches) };
 }
 
 /** A ledger entry as read for display: its amounts exact, as decimal text (a JS number rounds from 2^53 on). */

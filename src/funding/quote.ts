@@ -24,10 +24,11 @@ export function launchCosts(chain: ChainBackend, plan: LaunchPlan, steps: readon
   return planLaunchCosts(chain, plan, steps, payer, DEFAULT_PROGRAM_IDS);
 }
 
-/** The API's quote from the planned costs and what the owner has available. */
-export function presentQuote(costs: LaunchCosts, availableLamports: number): LaunchQuote {
+/** The API's quote from the planned costs and what the owner has available, exact (bigints, shown as decimal text). */
+export function presentQuote(costs: LaunchCosts, availableLamports: bigint): LaunchQuote {
   const total = costs.totalLamports;
-  const shortfall = Math.max(0, total - availableLamports);
+  const available = availableLamports > 0n ? availableLamports : 0n;
+  const shortfall = total > available ? total - available : 0n;
   return {
     accounts: costs.steps.flatMap((s) =>
       s.accounts.map((a) => ({ role: a.role, address: null, bytes: a.bytes, rentLamports: String(a.rentLamports), ...(a.returned ? { returned: true as const } : {}) })),
@@ -39,8 +40,8 @@ export function presentQuote(costs: LaunchCosts, availableLamports: number): Lau
     poolQuoteLamports: String(costs.poolQuoteLamports),
     operatorFeeLamports: String(costs.operatorFeeLamports),
     totalLamports: String(total),
-    availableLamports: String(Math.max(0, availableLamports)),
-    sufficient: shortfall === 0,
+    availableLamports: String(available),
+    sufficient: shortfall === 0n,
     shortfallLamports: String(shortfall),
   };
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Keypair } from '@solana/web3.js';
 import { keypairFromSeed } from '../chain/ed25519.js';
 import type { SecretBox } from '../crypto/secretBox.js';
@@ -96,14 +97,15 @@ async function insertWallet(
  * caller reports the crossing once. Run in the transaction that commits the watch's progress; the
  * row is locked on PostgreSQL so a concurrent limit change is seen whole.
  */
-export async function noteWalletBalance(trx: DbOrTx, owner: string, balance: number, now: number): Promise<{ crossedBelow: number } | undefined> {
-  let query = trx.selectFrom('funding_wallets').select(['low_balance_lamports', 'low_balance']).where('owner', '=', owner);
+export async function noteWalletBalance(trx: DbOrTx, owner: string, balance: number | bigint, now: number): Promise<{ crossedBelow: bigint } | undefined> {
+  // The threshold is read as text and compared as a bigint: exact above 2^53.
+  let query = trx.selectFrom('funding_wallets').select([sql<string | null>`cast(low_balance_lamports as text)`.as('low_balance_lamports'), 'low_balance']).where('owner', '=', owner);
   if (isPostgres(trx)) query = query.forUpdate();
   const row = await query.executeTakeFirst();
   if (!row) return undefined;
-  const threshold = row.low_balance_lamports === null ? null : Number(row.low_balance_lamports);
-  const below = threshold !== null && balance < threshold;
-  await trx.updateTable('funding_wallets').set({ seen_balance: balance, low_balance: below ? 1 : 0, updated_at: now }).where('owner', '=', owner).execute();
+  const threshold = row.low_balance_lamports === null ? null : BigInt(row.low_balance_lamports);
+  const below = threshold !== null && BigInt(balance) < threshold;
+  await trx.updateTable('funding_wallets').set({ seen_balance: BigInt(balance), low_balance: below ? 1 : 0, updated_at: now }).where('owner', '=', owner).execute();
   return below && Number(row.low_balance) === 0 ? { crossedBelow: threshold } : undefined;
 }
 

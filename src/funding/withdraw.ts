@@ -33,7 +33,7 @@ export interface WithdrawDeps {
   /** The owner's wallet, made on first use. */
   wallet(owner: string): Promise<FundingWalletRow>;
   /** Lamports a withdrawal being sent holds on the wallet row at `now` (0 when none). */
-  withdrawing(row: FundingWalletRow, now: number): number;
+  withdrawing(row: FundingWalletRow, now: number): bigint;
   /** Spends recorded this recently may not show in a balance read just before (ledger.ts). */
   spendSettleMs: number;
   onWithdrawn?(trx: DbOrTx, withdrawal: { owner: string; address: string; to: string; lamports: bigint; signature: string }): Promise<void>;
@@ -69,15 +69,15 @@ export async function withdrawFunds(deps: WithdrawDeps, owner: string, args: { t
     throw new InvalidInputError(`\`to\` ${to} ${problem}; nothing was sent`, { fields: [{ field: 'to', message: problem }] }, 'invalid_destination');
   }
   const readAt = clock.now();
-  const balance = BigInt(await chain.getBalance(from));
+  const balance = await chain.getLamports(from);
   const rentFloor = BigInt(await chain.getMinimumBalanceForRentExemption(0));
   const fee = BigInt(estimateFee(chain.fees, 1));
   const needed = args.lamports + fee;
   await db.transaction().execute(async (trx) => {
     const locked = await lockWallet(trx, owner);
     const now = clock.now();
-    if (deps.withdrawing(locked, now) > 0) throw new ConflictError('Another withdrawal from this wallet is being sent; retry in a moment', undefined, 'withdrawal_in_progress');
-    const held = BigInt(await reservedLamports(trx, owner, { spendsBefore: readAt - deps.spendSettleMs }));
+    if (deps.withdrawing(locked, now) > 0n) throw new ConflictError('Another withdrawal from this wallet is being sent; retry in a moment', undefined, 'withdrawal_in_progress');
+    const held = await reservedLamports(trx, owner, { spendsBefore: readAt - deps.spendSettleMs });
     if (needed > balance) {
       throw new InsufficientFundsError(`The funding wallet ${row.address} holds ${balance} lamports; this withdrawal needs ${needed} with its fee`, {
         requiredLamports: String(needed),

@@ -78,7 +78,7 @@ describe('the ledger across SIGKILLs', () => {
       const after = await chain.getBalance(new PublicKey(wallet.address));
       expect(before - after).toBe(spent);
       expect(Number(of('release')[0]!.lamports)).toBe(Number(of('reserve')[0]!.lamports) - spent);
-      expect(Number(of('reserve')[0]!.lamports)).toBe(prepared.totalLamports);
+      expect(BigInt(of('reserve')[0]!.lamports)).toBe(prepared.totalLamports);
     } finally {
       await chain.close();
       await opened.close();

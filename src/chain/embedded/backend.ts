@@ -340,6 +340,9 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     async getBalance(pubkey) {
       return Number(balanceOf(svm, pubkey.toBase58()) ?? 0n);
     },
+    async getLamports(pubkey) {
+      return balanceOf(svm, pubkey.toBase58()) ?? 0n;
+    },
     async getMinimumBalanceForRentExemption(size) {
       return Number(svm.minimumBalanceForRentExemption(BigInt(size)));
     },

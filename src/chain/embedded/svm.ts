@@ -49,7 +49,9 @@ export type Execution =
  * transaction whose persistence failed and was rolled back, and would not survive a restart).
  */
 export function createSvm(): LiteSVM {
-  return new LiteSVM().withBlockhashCheck(false).withTransactionHistory(0n);
+  // LiteSVM's own airdrop account starts with 2^62 lamports (its default holds less than a million
+  // SOL, and an airdrop past it fails silently), so a balance past 2^53 can be made and read exactly.
+  return new LiteSVM().withLamports(2n ** 62n).withBlockhashCheck(false).withTransactionHistory(0n);
 }
 
 /** Reads signature, blockhash and writable accounts from web3.js-serialized bytes. */

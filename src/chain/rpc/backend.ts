@@ -236,6 +236,8 @@ export function createRpcBackend(options: RpcBackendOptions): ChainBackend {
     },
     getAccountInfo: (pubkey, commitment) => read((c) => c.getAccountInfo(pubkey, commitment ?? 'confirmed')),
     getBalance: (pubkey) => read((c) => c.getBalance(pubkey, 'confirmed')),
+    // The node's JSON answer is parsed as a number: exact up to 2^53 lamports (about 9 million SOL).
+    getLamports: async (pubkey) => BigInt(await read((c) => c.getBalance(pubkey, 'confirmed'))),
     // Not idempotent: one try, on the first endpoint whose breaker is not open.
     requestAirdrop: (pubkey, lamports) => pool.once((c) => c.requestAirdrop(pubkey, Number(lamports))),
     getMinimumBalanceForRentExemption: (size) => read((c) => c.getMinimumBalanceForRentExemption(size)),

@@ -40,25 +40,25 @@ export interface StepCost {
   accounts: PlannedAccount[];
   /** Signatures of the transaction (the payer's and any derived signer's). */
   signatures: number;
-  /** Lamports moved out besides rent and fees (Metaplex's create fee, the pool's quote SOL and creation fee). */
-  otherLamports: number;
+  /** Lamports moved out besides rent and fees (Metaplex's create fee, the pool's quote SOL and creation fee), exact. */
+  otherLamports: bigint;
 }
 
-/** What a plan costs, step by step; the same numbers the steps budget their sends with. */
+/** What a plan costs, step by step; the same numbers the steps budget their sends with. Totals are exact bigints (a pool's quote SOL may pass 2^53 lamports). */
 export interface LaunchCosts {
   steps: StepCost[];
   transactions: number;
   signatures: number;
   /** Base fees: 5 000 lamports a signature. */
-  feeLamports: number;
+  feeLamports: bigint;
   /** The compute-unit price under the backend's fee settings, at the compute limit. */
-  priorityFeeLamports: number;
-  poolQuoteLamports: number;
-  rentLamports: number;
+  priorityFeeLamports: bigint;
+  poolQuoteLamports: bigint;
+  rentLamports: bigint;
   /** The operator's fee (`LAUNCH_FEE_LAMPORTS`), paid in the first transaction. */
-  operatorFeeLamports: number;
+  operatorFeeLamports: bigint;
   /** Everything the payer must hold for the launch: rent, fees, the pool's SOL and fee, the operator's fee. */
-  totalLamports: number;
+  totalLamports: bigint;
 }
 
 /** The size the create_mint step funds: Token-2022 mints grow when their metadata is written. */
@@ -97,21 +97,21 @@ export async function planLaunchCosts(
   for (const step of steps) {
     switch (step) {
       case 'create_mint':
-        costs.push({ step, accounts: [await account('mint', mintFundedSize(plan).funded)], signatures: 2, otherLamports: plan.operatorFee?.lamports ?? 0 });
+        costs.push({ step, accounts: [await account('mint', mintFundedSize(plan).funded)], signatures: 2, otherLamports: BigInt(plan.operatorFee?.lamports ?? 0) });
         break;
       case 'create_metadata':
         // Token-2022 writes its metadata in create_mint; this step only checks it then.
-        if (plan.tokenStandard === 'spl-token') costs.push({ step, accounts: [await account('metadata', METAPLEX_METADATA_MAX_SIZE)], signatures: 1, otherLamports: METAPLEX_CREATE_FEE_LAMPORTS });
+        if (plan.tokenStandard === 'spl-token') costs.push({ step, accounts: [await account('metadata', METAPLEX_METADATA_MAX_SIZE)], signatures: 1, otherLamports: BigInt(METAPLEX_CREATE_FEE_LAMPORTS) });
         break;
       case 'distribute_supply': {
         const holders = distributionHolders(plan, payer);
         const accounts = [await account('creator_token_account', tokenAccount)];
         if (holders > 1) accounts.push(await account('payer_token_account', tokenAccount));
-        costs.push({ step, accounts, signatures: 1, otherLamports: 0 });
+        costs.push({ step, accounts, signatures: 1, otherLamports: 0n });
         break;
       }
       case 'create_vesting':
-        costs.push({ step, accounts: [await account('vesting_escrow', VESTING_ESCROW_SIZE), await account('vesting_escrow_token_account', tokenAccount)], signatures: 2, otherLamports: 0 });
+        costs.push({ step, accounts: [await account('vesting_escrow', VESTING_ESCROW_SIZE), await account('vesting_escrow_token_account', tokenAccount)], signatures: 2, otherLamports: 0n });
         break;
       case 'create_dao':
         costs.push({
@@ -125,7 +125,7 @@ export async function planLaunchCosts(
             await account('treasury_token_account', ACCOUNT_SIZE),
           ],
           signatures: 1,
-          otherLamports: 0,
+          otherLamports: 0n,
         });
         break;
       case 'create_pool': {
@@ -144,7 +144,7 @@ export async function planLaunchCosts(
             await account('creator_lp_token_account', ACCOUNT_SIZE),
           ],
           signatures: 1,
-          otherLamports: Number(quote + (await createPoolFee(chain, ids.pool))),
+          otherLamports: quote + BigInt(await createPoolFee(chain, ids.pool)),
         });
         break;
       }
@@ -152,32 +152,32 @@ export async function planLaunchCosts(
         // Two transactions: the config (payer and config key), then the pool with the first buy (payer and mint key).
         const accounts = curveAccounts(plan);
         const curve = curvePoolOf(plan);
-        const firstBuy = curve?.firstBuy ? Number(solToLamports(curve.firstBuy.quoteAmount)) : 0;
-        costs.push({ step, accounts: await Promise.all(accounts.config.map((a) => account(a.role, a.bytes))), signatures: 2, otherLamports: 0 });
+        const firstBuy = curve?.firstBuy ? solToLamports(curve.firstBuy.quoteAmount) : 0n;
+        costs.push({ step, accounts: await Promise.all(accounts.config.map((a) => account(a.role, a.bytes))), signatures: 2, otherLamports: 0n });
         costs.push({
           step,
           accounts: await Promise.all(accounts.pool.map((a) => account(a.role, a.bytes, a.returned === true))),
           signatures: 2,
-          otherLamports: curveOtherLamports(plan) + firstBuy,
+          otherLamports: BigInt(curveOtherLamports(plan)) + firstBuy,
         });
         // The graduation: sent by the service when the curve is full, paid by the same wallet.
         if (plan.vesting && plan.allocations.vesting > 0) {
-          costs.push({ step, accounts: await Promise.all(curveLockerAccounts(plan).map((a) => account(a.role, a.bytes))), signatures: 1, otherLamports: 0 });
-          costs.push({ step, accounts: [], signatures: 1, otherLamports: 0 });
+          costs.push({ step, accounts: await Promise.all(curveLockerAccounts(plan).map((a) => account(a.role, a.bytes))), signatures: 1, otherLamports: 0n });
+          costs.push({ step, accounts: [], signatures: 1, otherLamports: 0n });
         }
-        costs.push({ step, accounts: await Promise.all(curveMigrationAccounts().map((a) => account(a.role, a.bytes))), signatures: CURVE_MIGRATION_SIGNATURES, otherLamports: 0 });
+        costs.push({ step, accounts: await Promise.all(curveMigrationAccounts().map((a) => account(a.role, a.bytes))), signatures: CURVE_MIGRATION_SIGNATURES, otherLamports: 0n });
         break;
       }
     }
   }
   const signatures = costs.reduce((n, s) => n + s.signatures, 0);
-  const feeLamports = signatures * LAMPORTS_PER_SIGNATURE;
-  const priorityFeeLamports = costs.reduce((n, s) => n + estimateFee(chain.fees, s.signatures) - s.signatures * LAMPORTS_PER_SIGNATURE, 0);
-  const rentLamports = costs.reduce((n, s) => n + s.accounts.reduce((m, a) => m + a.rentLamports, 0), 0);
+  const feeLamports = BigInt(signatures * LAMPORTS_PER_SIGNATURE);
+  const priorityFeeLamports = costs.reduce((n, s) => n + BigInt(estimateFee(chain.fees, s.signatures) - s.signatures * LAMPORTS_PER_SIGNATURE), 0n);
+  const rentLamports = costs.reduce((n, s) => n + BigInt(s.accounts.reduce((m, a) => m + a.rentLamports, 0)), 0n);
   const cpmm = cpmmPoolOf(plan);
   // The SOL that goes into the pool: a CPMM pool's quote side, or a bonding curve's first buy.
-  const poolQuoteLamports = (cpmm && steps.includes('create_pool') ? Number(solToLamports(cpmm.quoteAmount)) : 0) + firstBuyOf(plan, steps);
-  const other = costs.reduce((n, s) => n + s.otherLamports, 0);
+  const poolQuoteLamports = (cpmm && steps.includes('create_pool') ? solToLamports(cpmm.quoteAmount) : 0n) + firstBuyOf(plan, steps);
+  const other = costs.reduce((n, s) => n + s.otherLamports, 0n);
   return {
     steps: costs,
     transactions: costs.length,
@@ -186,17 +186,17 @@ export async function planLaunchCosts(
     priorityFeeLamports,
     poolQuoteLamports,
     rentLamports,
-    operatorFeeLamports: plan.operatorFee && steps.includes('create_mint') ? plan.operatorFee.lamports : 0,
+    operatorFeeLamports: plan.operatorFee && steps.includes('create_mint') ? BigInt(plan.operatorFee.lamports) : 0n,
     totalLamports: rentLamports + feeLamports + priorityFeeLamports + other,
   };
 }
 
-function firstBuyOf(plan: LaunchPlan, steps: readonly StepName[]): number {
+function firstBuyOf(plan: LaunchPlan, steps: readonly StepName[]): bigint {
   const curve = curvePoolOf(plan);
-  return curve?.firstBuy && steps.includes('create_curve') ? Number(solToLamports(curve.firstBuy.quoteAmount)) : 0;
+  return curve?.firstBuy && steps.includes('create_curve') ? solToLamports(curve.firstBuy.quoteAmount) : 0n;
 }
 
 /** What one step's send budgets: its accounts' rent and what else it moves (the step's `rentLamports`). */
-export function stepSpendLamports(cost: StepCost): number {
-  return cost.accounts.reduce((n, a) => n + a.rentLamports, 0) + cost.otherLamports;
+export function stepSpendLamports(cost: StepCost): bigint {
+  return BigInt(cost.accounts.reduce((n, a) => n + a.rentLamports, 0)) + cost.otherLamports;
 }

@@ -21,17 +21,18 @@ export async function creatorQuote(chain: ChainBackend, plan: LaunchPlan, steps:
   const costs = await launchCosts(chain, plan, steps, creator);
   const nonceCount = costs.transactions + 1;
   const rent = await chain.getMinimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH);
-  const extraFee = 2 * estimateFee(chain.fees, 1); // the setup and the rent return, each signed by the creator alone
+  const nonceRent = BigInt(nonceCount * rent);
+  const extraFee = BigInt(2 * estimateFee(chain.fees, 1)); // the setup and the rent return, each signed by the creator alone
   const withNonces = {
     ...costs,
     transactions: costs.transactions + 2,
     signatures: costs.signatures + 2,
-    feeLamports: costs.feeLamports + 2 * 5000,
-    priorityFeeLamports: costs.priorityFeeLamports + extraFee - 2 * 5000,
-    rentLamports: costs.rentLamports + nonceCount * rent,
-    totalLamports: costs.totalLamports + nonceCount * rent + extraFee,
+    feeLamports: costs.feeLamports + 2n * 5000n,
+    priorityFeeLamports: costs.priorityFeeLamports + extraFee - 2n * 5000n,
+    rentLamports: costs.rentLamports + nonceRent,
+    totalLamports: costs.totalLamports + nonceRent + extraFee,
   };
-  const balance = await chain.getBalance(creator);
+  const balance = await chain.getLamports(creator);
   const quote = presentQuote(withNonces, balance);
   for (let i = 0; i < nonceCount; i += 1) {
     quote.accounts.push({ role: 'nonce_account', address: null, bytes: NONCE_ACCOUNT_LENGTH, rentLamports: String(rent), ...(i < nonceCount - 1 ? { returned: true as const } : {}) });

@@ -247,6 +247,7 @@ export function connectChainThread(
       confirmTransaction: async (signature, lastValidBlockHeight, commitment) => void (await call('confirmTransaction', signature, lastValidBlockHeight, commitment)),
       getAccountInfo: (pubkey, commitment) => account('getAccountInfo', pubkey.toBase58(), commitment),
       getBalance: (pubkey) => call('getBalance', pubkey.toBase58()) as Promise<number>,
+      getLamports: (pubkey) => call('getLamports', pubkey.toBase58()) as Promise<bigint>,
       getMinimumBalanceForRentExemption: (size) => call('getMinimumBalanceForRentExemption', size) as Promise<number>,
       isProgramExecutable: (programId) => call('isProgramExecutable', programId.toBase58()) as Promise<boolean>,
       fetchPrograms: (programIds) => call('fetchPrograms', programIds) as ReturnType<NonNullable<EmbeddedBackend['fetchPrograms']>>,

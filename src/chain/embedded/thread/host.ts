@@ -110,6 +110,8 @@ export class ChainThreadHost {
         return toWireAccount(await chain.getAccountInfo(key(0), args[1] as Commitment | undefined));
       case 'getBalance':
         return chain.getBalance(key(0));
+      case 'getLamports':
+        return chain.getLamports(key(0));
       case 'getMinimumBalanceForRentExemption':
         return chain.getMinimumBalanceForRentExemption(args[0] as number);
       case 'isProgramExecutable':

@@ -68,6 +68,7 @@ export type ChainMethod =
   | 'confirmTransaction'
   | 'getAccountInfo'
   | 'getBalance'
+  | 'getLamports'
   | 'getMinimumBalanceForRentExemption'
   | 'isProgramExecutable'
   | 'fetchPrograms'
