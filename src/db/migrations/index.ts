@@ -31,6 +31,7 @@ import * as m044 from './044_curve_migrations.js';
 import * as m045 from './045_claim_slot_spacing.js';
 import * as m046 from './046_fee_claims.js';
 import * as m047 from './047_creator_signing.js';
+import * as m048 from './048_delivery_leases.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -66,6 +67,7 @@ export const migrations: Record<string, Migration> = {
   '045_claim_slot_spacing': m045,
   '046_fee_claims': m046,
   '047_creator_signing': m047,
+  '048_delivery_leases': m048,
 };
 
 export const migrationProvider: MigrationProvider = {

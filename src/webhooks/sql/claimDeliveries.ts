@@ -49,7 +49,7 @@ export interface ClaimArgs {
  * The cost does not grow with the backlog. The lanes with pending work — one per (endpoint, owner) —
  * are found by skipping through the (status, endpoint, owner, next_attempt_at) index one lane at a
  * time, with each lane's earliest pending due time; live leases (every dispatcher's) are counted per
- * host and endpoint from a partial index (migration 022). `shareSlots` then hands the free slots out
+ * host and endpoint from a partial index (migration 022; PostgreSQL: the lease table, migration 048). `shareSlots` then hands the free slots out
  * one at a time: to the owner holding the fewest, within it to the endpoint given the fewest, never
  * past an owner's, endpoint's or host's cap. Each lane given slots has its earliest due deliveries
  * leased in index order (SQLite: a small read per lane, then each leased by id). Run inside a write
@@ -206,15 +206,21 @@ async function claimIn(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
 }
 
 /**
- * Live leases per host and endpoint, from the partial index of leased rows (a few per slot, however
- * large the backlog); `?` = the lease clock. SQLite: `+status` keeps the planner off the status index.
+ * Live leases per host and endpoint (a few per slot, however large the backlog). SQLite: from the
+ * partial index of leased rows; `?` = the lease clock; `+status` keeps the planner off the status index.
  */
 const LEASED_SQLITE = `select host, endpoint, count(*) as n from deliveries
     where lease_owner is not null and lease_expires_at > ? and +status = 'pending'
     group by host, endpoint`;
-const LEASED_PG = `select host, endpoint, count(*) as n from deliveries
-    where lease_owner is not null and lease_expires_at > ${LEASE_NOW_PG} and status = 'pending'
-    group by host, endpoint`;
+/** PostgreSQL: from the lease table (migration 048), each row counted while its delivery still holds that lease. */
+const LEASED_PG = `select l.host, l.endpoint, count(*) as n from delivery_leases l
+    cross join lateral (select 1 from deliveries d where d.id = l.delivery_id and d.lease_owner = l.lease_owner and d.lease_token = l.lease_token
+      and d.lease_expires_at > ${LEASE_NOW_PG} and d.status = 'pending' limit 1) x
+    group by l.host, l.endpoint`;
+
+/** PostgreSQL: a lease taken outside the claim function (the half-open trial) is noted in the lease table too. */
+const NOTE_LEASE_PG = `insert into delivery_leases (delivery_id, host, endpoint, lease_owner, lease_token) values (?, ?, ?, ?, ?)
+    on conflict (delivery_id) do update set host = excluded.host, endpoint = excluded.endpoint, lease_owner = excluded.lease_owner, lease_token = excluded.lease_token`;
 
 /**
  * The (endpoint, owner) lanes with pending deliveries, each with its earliest pending due time (the
@@ -323,6 +329,7 @@ async function claimTrial(db: DbOrTx, pg: boolean, args: ClaimArgs, endpoint: st
   if (pg) {
     const t = text(`pg:trial:${running}`, () => `update deliveries ${SET_LEASE_PG} where id in (${select} for update of y skip locked) returning *`);
     out = (await execSql<DeliveryRow>(db, t, [args.owner, args.leaseMs, args.now, endpoint, ...dueParams(true, args)])).rows;
+    for (const row of out) await execSql(db, NOTE_LEASE_PG, [row.id, row.host, row.endpoint, row.lease_owner, row.lease_token]);
   } else {
     const t = text(`sqlite:trial:${running}`, () => select);
     const { rows: ids } = await execSql<{ id: string }>(db, t, [endpoint, ...dueParams(false, args), args.now]);

@@ -22,7 +22,8 @@ export interface SpentArgs {
  * the lease has expired. Without this the claim would hand out attempt N+1. Each row is failed
  * under the fencing token it was read with, so a settle that lands meanwhile wins. Only leased
  * rows can be spent (a retry is only scheduled while attempts remain), so this reads the small
- * partial index of leased deliveries (migration 004), not the backlog.
+ * partial index of leased deliveries (migration 004; PostgreSQL: the lease table, migration 048),
+ * not the backlog.
  * Runs inside a transaction the caller holds (the dispatcher's settle-and-claim).
  */
 export async function failSpentDeliveriesIn(trx: Tx, args: SpentArgs): Promise<SpentDelivery[]> {
@@ -40,6 +41,8 @@ export async function failSpentDeliveriesIn(trx: Tx, args: SpentArgs): Promise<S
     .where(sql<string>`${withoutIndex(trx, 'd.status')}`, '=', 'pending')
     .where('d.attempt_count', '>=', args.maxAttempts)
     .$if(running.length > 0, (q) => q.where('d.id', 'not in', running))
+    // PostgreSQL has no index of leased rows: they are the lease table's (migration 048).
+    .$if(isPostgres(trx), (q) => q.where(sql<boolean>`d.id = any(array(select l.delivery_id from delivery_leases l))`))
     .limit(args.limit ?? 100)
     // PostgreSQL: rows another instance is failing (or settling) right now are left to it.
     .$if(isPostgres(trx), (q) => q.forUpdate(['d']).skipLocked())

@@ -1,0 +1,70 @@
+import { sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { manualClock } from '../../src/lib/clock.js';
+import { claimDueDeliveries, claimWithFunctionPg, type ClaimArgs } from '../../src/webhooks/sql/claimDeliveries.js';
+import { releaseClaim } from '../../src/webhooks/sql/settleDeliveries.js';
+import { onPostgres } from '../support/database.js';
+import { commitEvents, createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
+
+// PostgreSQL only (migration 048): leases are noted in a table of their own, so taking one changes
+// no indexed column of `deliveries` and is a HOT update; the per-host and per-endpoint caps count
+// the live rows of that table, every claimer's.
+describe.skipIf(!onPostgres)('the lease table (PostgreSQL)', () => {
+  let tdb: TestDb;
+  const clock = manualClock(Date.UTC(2026, 5, 1, 12, 0, 0));
+  const box = newSecretBox();
+  beforeEach(async () => {
+    tdb = await createTestDb();
+  });
+  afterEach(async () => {
+    await tdb.close();
+  });
+
+  const args = (owner: string, limit: number, perHostCap = 3): ClaimArgs => ({ owner, now: clock.now(), leaseMs: 60_000, limit, perHostCap, excludeEndpoints: [], maxAttempts: 5 });
+  const leaseRows = async () => (await sql<{ delivery_id: string; lease_owner: string; lease_token: number }>`select delivery_id, lease_owner, lease_token from delivery_leases order by delivery_id`.execute(tdb.db)).rows;
+
+  it('a lease is a HOT update of deliveries: no index covers a lease column', async () => {
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://h1.example.com/a', secret: 's', box }), 4);
+    clock.advance(1_000);
+    const hot = await tdb.db.transaction().execute(async (trx) => {
+      const claimed = await claimWithFunctionPg(trx, args('dsp_a', 4, 8));
+      const { rows } = await sql<{ updated: string; hot: string }>`select pg_stat_get_xact_tuples_updated('deliveries'::regclass) as updated,
+        pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass) as hot`.execute(trx);
+      return { claimed: claimed.length, updated: Number(rows[0]!.updated), hot: Number(rows[0]!.hot) };
+    });
+    // (Before migration 048 the partial index deliveries_leased covered lease_owner and lease_expires_at: 4 updated, 0 HOT.)
+    expect(hot).toEqual({ claimed: 4, updated: 4, hot: 4 });
+    const { rows: indexed } = await sql<{ index: string }>`select i.indexrelid::regclass::text as index from pg_index i
+      join pg_attribute a on a.attrelid = i.indrelid and (a.attnum = any(i.indkey) or pg_get_expr(i.indpred, i.indrelid) like '%' || a.attname || '%')
+      where i.indrelid = 'deliveries'::regclass and a.attname in ('lease_owner', 'lease_expires_at', 'lease_token', 'attempt_count', 'updated_at')`.execute(tdb.db);
+    expect(indexed).toEqual([]);
+  });
+
+  it('the host cap counts every claimer’s live leases from the table; a lease given back frees its slot and its row goes', async () => {
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://h1.example.com/a', secret: 's', box }), 6);
+    clock.advance(1_000);
+    const first = await claimWithFunctionPg(tdb.db, args('dsp_a', 2));
+    const second = await claimWithFunctionPg(tdb.db, args('dsp_b', 5));
+    expect([first.length, second.length]).toEqual([2, 1]); // cap 3 for the host, whoever holds the leases
+    expect(await claimWithFunctionPg(tdb.db, args('dsp_c', 5))).toHaveLength(0);
+    expect((await leaseRows()).map((r) => r.lease_owner).sort()).toEqual(['dsp_a', 'dsp_a', 'dsp_b']);
+
+    // A lease given back (not through the claim) leaves a stale row: it no longer counts, and the next claim drops it.
+    const back = first[0]!;
+    expect(await releaseClaim(tdb.db, { id: back.id, owner: 'dsp_a', token: back.lease_token }, clock.now())).toBe(true);
+    const third = await claimWithFunctionPg(tdb.db, args('dsp_c', 5));
+    expect(third).toHaveLength(1);
+    const rows = await leaseRows();
+    expect(rows).toHaveLength(3);
+    // The delivery given back may be leased again by dsp_c, under a newer token (the row is replaced).
+    const again = rows.find((r) => r.delivery_id === third[0]!.id)!;
+    expect(again).toMatchObject({ lease_owner: 'dsp_c', lease_token: third[0]!.lease_token });
+
+    // A half-open trial's lease (claimed outside the function) is counted too.
+    await sql`update deliveries set lease_owner = null, lease_expires_at = null where lease_owner = 'dsp_b'`.execute(tdb.db);
+    const trial = await claimDueDeliveries(tdb.db, { ...args('dsp_t', 1), onlyEndpoint: 'https://h1.example.com:443/a' });
+    expect(trial).toHaveLength(1);
+    expect((await leaseRows()).find((r) => r.delivery_id === trial[0]!.id)).toMatchObject({ lease_owner: 'dsp_t', lease_token: trial[0]!.lease_token });
+    expect(await claimWithFunctionPg(tdb.db, args('dsp_d', 5))).toHaveLength(0);
+  });
+});
