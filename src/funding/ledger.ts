@@ -50,21 +50,27 @@ const num = (v: unknown): number => Number(v ?? 0);
 const exact = (v: unknown): bigint => BigInt((v as string | null | undefined) ?? 0);
 
 /**
- * What the owner's open reservations still hold: for each launch reserved and not yet released,
- * its reservation less what it has spent (never below zero). Spends recorded at or after
+ * What the owner's open reservations still hold, exact: for each launch reserved and not yet
+ * released, its reservation less what it has spent (never below zero). Spends recorded at or after
  * `spendsBefore` are not subtracted: their transactions may have landed after the caller read the
  * balance it compares this with, so counting them would count the same lamports as gone twice.
+ * Reads only the owner's open reservations (`funding_open_reservations`, kept from the ledger by
+ * triggers, migration 049), and the ledger only for those with a spend since `spendsBefore`.
  */
 export async function reservedLamports(db: DbOrTx, owner: string, options: { spendsBefore?: number } = {}): Promise<bigint> {
-  const before = options.spendsBefore ?? Number.MAX_SAFE_INTEGER;
+  const before = options.spendsBefore;
+  const recent =
+    before === undefined
+      ? sql`0`
+      : sql`case when r.last_spend_at >= ${before} then coalesce((
+          select sum(l.lamports) from funding_ledger l
+          where l.launch_id = r.launch_id and l.kind = 'spend' and l.owner = r.owner and l.created_at >= ${before}), 0) else 0 end`;
   const row = await sql<{ held: string | null }>`
-    select cast(coalesce(sum(case when open_amount > 0 then open_amount else 0 end), 0) as text) as held from (
-      select launch_id, sum(case when kind = 'reserve' then lamports when kind = 'spend' and created_at < ${before} then -lamports else 0 end) as open_amount
-      from funding_ledger
-      where owner = ${owner} and launch_id is not null and kind in ('reserve', 'spend', 'release')
-      group by launch_id
-      having sum(case when kind = 'release' then 1 else 0 end) = 0
-    ) open_reservations`.execute(db);
+    select cast(coalesce(sum(case when h.open_amount > 0 then h.open_amount else 0 end), 0) as text) as held from (
+      select r.reserved_lamports - r.spent_lamports + ${recent} as open_amount
+      from funding_open_reservations r
+      where r.owner = ${owner}
+    ) h`.execute(db);
   return exact(row.rows[0]?.held);
 }
 

@@ -32,6 +32,7 @@ import * as m045 from './045_claim_slot_spacing.js';
 import * as m046 from './046_fee_claims.js';
 import * as m047 from './047_creator_signing.js';
 import * as m048 from './048_delivery_leases.js';
+import * as m049 from './049_open_reservations.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -68,6 +69,7 @@ export const migrations: Record<string, Migration> = {
   '046_fee_claims': m046,
   '047_creator_signing': m047,
   '048_delivery_leases': m048,
+  '049_open_reservations': m049,
 };
 
 export const migrationProvider: MigrationProvider = {
