@@ -11,8 +11,8 @@ import { failStep, updateLeasedLaunchOrThrow, type LaunchLease } from './runStor
  * dead letter for review, all in one transaction.
  */
 export async function failLaunch(
-  deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; lease: LaunchLease; funding?: Pick<Funding, 'release'> | undefined },
-  failure: { step: string; code: string; message: string; results: Record<string, unknown>; deadLetter?: boolean },
+  deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; lease: LaunchLease; funding?: Pick<Funding, 'release' | 'recordSpends'> | undefined },
+  failure: { step: string; code: string; message: string; results: Record<string, unknown>; deadLetter?: boolean; spent?: ReadonlyArray<{ signature: string; lamports: number }> },
 ): Promise<void> {
   const { launch } = deps;
   const error = { code: failure.code, message: failure.message, step: failure.step };
@@ -27,6 +27,8 @@ export async function failLaunch(
       requestId: launch.request_id,
       data: { error, partialResults: failure.results },
     });
+    // What the failed step's transactions spent (when they landed and their own save did not commit).
+    if (failure.spent && failure.spent.length > 0) await deps.funding?.recordSpends(trx, launch, failure.spent);
     // The reservation closes with the launch: what it did not spend is free again.
     await deps.funding?.release(trx, launch.id);
     // A launch that never started (unsigned at its signing deadline) has nothing to review or retry.

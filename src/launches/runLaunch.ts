@@ -9,7 +9,7 @@ import { jitteredBackoffMs } from '../lib/retry.js';
 import { insertEvents, newHandoff, type DeliveryHandoff, type EventToRecord, type OutboxSignal } from '../webhooks/outbox.js';
 import { classifyFailure } from './failure.js';
 import { completionData, stepEvents } from './events.js';
-import { completeStep, savePendingTx, waitStep, startStep, updateLeasedLaunchForEvents, type LaunchLease, type PendingDurability } from './runStore.js';
+import { completeStep, LeaseLostError, savePendingTx, waitStep, startStep, updateLeasedLaunchForEvents, type LaunchLease, type PendingDurability } from './runStore.js';
 import { findSteps } from './store.js';
 import { failLaunch } from './failLaunch.js';
 import { stepSpendsOf, type StepRunner } from './stepPort.js';
@@ -187,8 +187,10 @@ async function runSteps(args: RunArgs): Promise<RunOutcome> {
     let completed = false;
     let handoff = newHandoff();
     stepSpan?.setAttributes({ 'launch.step.signatures': output.transactions.map((t) => t.signature) });
-    await within(stepSpan, () => db.transaction().execute(async (trx) => {
+    const saved = await saveStep(args, logger, () => within(stepSpan, () => db.transaction().execute(async (trx) => {
       handoff = newHandoff();
+      completed = false;
+      attempt = undefined;
       const now = clock.now();
       stepsDoneAt = now;
       await completeStep(trx, lease, { step: step.name, result: output.result, transactions: output.transactions, now });
@@ -201,10 +203,20 @@ async function runSteps(args: RunArgs): Promise<RunOutcome> {
       const target = await updateLeasedLaunchForEvents(trx, lease, { results: JSON.stringify(results), updated_at: now }, events.length);
       await insertEvents(trx, clock, target, events, handoff);
       attempt = await startNext(trx, position + 1);
-    })).catch((error: unknown) => {
+    }))).catch((error: unknown) => {
       stepSpan?.end(error);
       throw error;
     });
+    if (saved !== true) {
+      // The step's transactions are on chain and the database refuses its result (not a lost
+      // lease, not an outage: the failure below could commit). The launch fails with what it has;
+      // retrying its dead letter resumes this step from its recorded transactions, sending nothing again.
+      stepSpan?.end(saved.error);
+      const signatures = output.transactions.map((t) => t.signature).join(', ');
+      const message = `The step's transactions landed (${signatures || 'none'}) but saving its result failed ${SAVE_TRIES} times: ${saved.message}. Retrying the launch resumes this step from its recorded transactions without sending them again`;
+      await failWithSpends(args, logger, { step: step.name, code: 'result_not_saved', message, results }, output.spent ?? []);
+      return { kind: 'failed', step: step.name, code: 'result_not_saved' };
+    }
     stepSpan?.end();
     args.signal.notify(handoff);
     if (completed) return { kind: 'complete', mint: mintOf(results) };
@@ -229,6 +241,48 @@ async function runSteps(args: RunArgs): Promise<RunOutcome> {
   });
   args.signal.notify(handoff);
   return { kind: 'complete', mint: mintOf(results) };
+}
+
+/** Tries of a step's result save before the launch fails with `result_not_saved`, and the pauses between them. */
+const SAVE_TRIES = 3;
+const SAVE_RETRY_MS = [100, 1000];
+
+/**
+ * Commits a step's result, trying again after an unexpected database error: true once it committed,
+ * else the last error. A lost lease is not retried (another runner owns the launch): it throws.
+ */
+async function saveStep(args: RunArgs, logger: Logger, save: () => Promise<void>): Promise<true | { error: unknown; message: string }> {
+  for (let tried = 1; ; tried++) {
+    try {
+      await save();
+      return true;
+    } catch (error) {
+      if (error instanceof LeaseLostError || !args.shouldContinue()) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      logger.error({ err: error, tried }, 'saving the step result failed');
+      if (tried >= SAVE_TRIES) return { error, message };
+      await new Promise((resolve) => setTimeout(resolve, SAVE_RETRY_MS[tried - 1] ?? 1000));
+    }
+  }
+}
+
+/**
+ * Fails the launch after its step's result could not be saved, recording what the step's
+ * transactions spent in the same transaction; when the ledger refuses those entries too, fails it
+ * without them (the failure must commit). Throws when the database takes neither: the runner then
+ * releases the launch and a later run resumes the step from its recorded transactions.
+ */
+async function failWithSpends(args: RunArgs, logger: Logger, failure: { step: string; code: string; message: string; results: Record<string, unknown> }, spent: ReadonlyArray<{ signature: string; lamports: number }>): Promise<void> {
+  if (spent.length > 0 && args.funding) {
+    try {
+      await failLaunch(args, { ...failure, spent });
+      return;
+    } catch (error) {
+      if (error instanceof LeaseLostError) throw error;
+      logger.error({ err: error, spent }, 'the failure with the step spends did not commit; failing the launch without them');
+    }
+  }
+  await failLaunch(args, failure);
 }
 
 const defaultBackoff: TransientBackoff = (attempt, retryAfterMs) => jitteredBackoffMs(attempt, { retryAfterMs });
