@@ -25,6 +25,7 @@ import { createRateLimiter } from '../http/middleware/rateLimit.js';
 import { createChainStepRunner, launchKeySecret } from '../launches/chainStepRunner.js';
 import { Graduator } from '../watcher/graduation/graduator.js';
 import { createFeeClaims, type FeeClaims } from '../fees/feeClaims.js';
+import { AutoClaimer, insertAutoClaimFor } from '../fees/autoClaim.js';
 import { insertCurveMigrationFor } from '../watcher/graduation/launch.js';
 import { createSigning, type Signing } from '../launches/signing/signing.js';
 import { withCreatorSigning } from '../launches/signing/signedStepRunner.js';
@@ -70,6 +71,8 @@ export interface Service {
   graduator: Graduator;
   /** Creator fees of launches: read and claim (docs/funding.md, "Creator fees"). */
   fees: FeeClaims;
+  /** Claims a launch's creator fees by itself once they reach its autoClaimMinLamports (docs/funding.md, "Auto-claim"). */
+  autoClaimer: AutoClaimer;
   /** Creator-signed launches (docs/signing.md): the signing request, signatures and the signing loop. */
   signing: Signing;
   cache: ChainReadCache;
@@ -221,6 +224,8 @@ export async function createService(
         await insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs });
         // A bonding curve's graduation record, with its watch (docs/programs.md, "Graduation").
         await insertCurveMigrationFor(trx, launchId, results, now);
+        // Its fees' auto-claim, when the request set autoClaimMinLamports (docs/funding.md, "Auto-claim").
+        await insertAutoClaimFor(trx, launchId, results, now);
       },
       // While the event loop runs late, take one launch at a time: the embedded chain's work is CPU on
       // this process. Against a cluster a launch mostly waits on the network, so holding it back
@@ -268,6 +273,7 @@ export async function createService(
 
     // Creator fees: what is claimable, and claims paid to the launch's recipient (docs/funding.md, "Creator fees").
     const fees = createFeeClaims({ db, clock, chain, logger: logger.child({ component: 'fees' }), funding, signal: webhooks.signal, leaseMs: config.runner.leaseMs });
+    const autoClaimer = new AutoClaimer({ db, clock, logger: logger.child({ component: 'auto-claim' }), fees, intervalMs: config.watcher.autoClaimIntervalMs });
 
     const runChecks = () =>
       checkHealth({
@@ -406,6 +412,7 @@ export async function createService(
       watcher,
       graduator,
       fees,
+      autoClaimer,
       signing,
       cache,
       breakers: webhooks.breakers,
@@ -422,6 +429,7 @@ export async function createService(
           () => launchRunner.start(),
           () => watcher.start(),
           () => graduator.start(),
+          () => autoClaimer.start(),
           () => signing.start(),
           () => void wakeups.start(),
           () => retention.start(),
@@ -450,6 +458,7 @@ export async function createService(
         if (!(await launchRunner.stop({ timeoutMs: 15_000 }))) logger.warn('launch steps still running at shutdown; their leases will expire and they resume on the next start');
         await watcher.stop();
         await graduator.stop();
+        await autoClaimer.stop();
         await signing.stop();
         await webhooks.stop();
         for (const close of closers.reverse()) await close();

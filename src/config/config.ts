@@ -72,7 +72,7 @@ export interface Config {
    */
   runner: { leaseMs: number; concurrency: number | undefined; transientDeadlineMs: number; signingDeadlineMs: number };
   /** The chain watcher (docs/watcher.md). */
-  watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number; pageSize: number };
+  watcher: { ttlMs: number; pollIntervalMs: number; maxIntervalMs: number; pageSize: number; autoClaimIntervalMs: number };
   /**
    * RETENTION: how long settled events, ended watches, closed dead letters, expired sessions and
    * rate-limit windows are kept; LAUNCH_RETENTION: ended launches, undefined (unset) keeps them.
@@ -490,6 +490,7 @@ export function loadConfig(env: Env = process.env): Config {
       pollIntervalMs: durationVar(env, 'WATCH_POLL_INTERVAL', 2000),
       maxIntervalMs: durationVar(env, 'WATCH_MAX_INTERVAL', 10 * 60_000),
       pageSize: intVar(env, 'WATCH_PAGE_SIZE', 1000, 1, 1000),
+      autoClaimIntervalMs: positiveDurationVar(env, 'FEE_AUTO_CLAIM_INTERVAL', 30_000),
     },
     retention: {
       periodMs: retentionVar(env, 'RETENTION', 30 * 86_400_000),

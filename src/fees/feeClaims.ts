@@ -19,7 +19,7 @@ import { newId, newSortableId } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { NonRetriableError, TransientError } from '../lib/retry.js';
 import { recordEvent, type OutboxSignal } from '../webhooks/outbox.js';
-import { feeRecipient, hasClaimable, launchTokenStandard, presentSources, readFeeSources, type FeeLaunch, type FeeSource } from './sources.js';
+import { claimableLamports, feeRecipient, hasClaimable, launchTokenStandard, presentSources, readFeeSources, type FeeLaunch, type FeeSource } from './sources.js';
 import {
   ClaimFencedError,
   completeClaim,
@@ -58,6 +58,8 @@ export interface FeeClaimsDeps {
 export interface ClaimOutcome {
   claim: { signatures: string[]; amounts: Record<string, string> };
   replayed: boolean;
+  /** The claim's record (a claim that sent something). */
+  id?: string;
 }
 
 const WSOL = NATIVE_MINT.toBase58();
@@ -158,7 +160,7 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
     }
     await insertOrConflict({ ...row, lease_expires_at: leaseDeadline(db, now, leaseMs) as unknown as number }, args.idempotencyKey);
     const done = await run(launch, row, args.minLamports);
-    return { claim: presentClaim(done), replayed: false };
+    return { claim: presentClaim(done), replayed: false, id: row.id };
   }
 
   async function insertOrConflict(row: FeeClaimRow, key: string | undefined): Promise<void> {
@@ -336,10 +338,24 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
     return { ...row, state: 'done', signatures: JSON.stringify(signatures), amounts: JSON.stringify(total) };
   }
 
+  /**
+   * The auto-claimer's check (docs/funding.md, "Auto-claim"): claims the launch's fees when the SOL
+   * claimable reaches `minLamports`, checked again once the claim holds the launch's running slot.
+   * Resolves with the claim, or undefined when there was not enough (or another claim got it first).
+   */
+  async function autoClaim(owner: string, launchId: string, minLamports: bigint): Promise<{ id: string; amounts: Record<string, string> } | undefined> {
+    const launch = await launchOf(owner, launchId);
+    if (launch.status !== 'complete') return undefined;
+    if (claimableLamports(await readFeeSources(chain, launch)) < minLamports) return undefined;
+    const outcome = await claim(owner, launchId, { origin: 'auto', minLamports });
+    if (outcome.claim.signatures.length === 0) return undefined;
+    return { id: outcome.id ?? '', amounts: outcome.claim.amounts };
+  }
+
   /** The same use case with a test hook that runs after each claim transaction is recorded and before it is sent. */
   const withBeforeSend = (beforeSend: NonNullable<FeeClaimsDeps['beforeSend']>) => createFeeClaims({ ...deps, beforeSend });
 
-  return { read, claim, withBeforeSend };
+  return { read, claim, autoClaim, withBeforeSend };
 }
 
 /** One claimed source: its transactions, what it paid the recipient and what the wallet spent on it. */
@@ -363,5 +379,6 @@ export function autoClaimMinLamports(launch: Pick<FeeLaunch, 'request'>): bigint
 export interface FeeClaims {
   read: (owner: string, launchId: string) => Promise<{ recipient: string | null; sources: FeeSource[] }>;
   claim: (owner: string, launchId: string, args: { idempotencyKey?: string | undefined; origin?: 'api' | 'auto'; minLamports?: bigint }) => Promise<ClaimOutcome>;
+  autoClaim: (owner: string, launchId: string, minLamports: bigint) => Promise<{ id: string; amounts: Record<string, string> } | undefined>;
   withBeforeSend: (beforeSend: NonNullable<FeeClaimsDeps['beforeSend']>) => FeeClaims;
 }

@@ -3,6 +3,8 @@ import { Keypair, PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { dammKit, leUint, pendingPositionFees } from '../../src/chain/programs/dbc/dammPosition.js';
+import { AutoClaimer } from '../../src/fees/autoClaim.js';
+import { silentLogger } from '../../src/lib/logger.js';
 import { DEFAULT_PROGRAM_IDS } from '../../src/chain/programs/programIds.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { checkEnvelope } from '../../src/webhooks/eventSchemas.js';
@@ -43,7 +45,8 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a graduated curve's DAMM
   let receiver: Receiver;
   beforeAll(async () => {
     receiver = await startReceiver(systemClock);
-    t = await startTestService({ env: { CHAIN_PROGRAMS_DIR: programsDir ?? '', WATCH_POLL_INTERVAL: '200ms', WEBHOOK_POLL_INTERVAL_MS: '100ms' } });
+    // The service's own auto-claimer checks each launch once an hour here: the test makes checks due by hand.
+    t = await startTestService({ env: { CHAIN_PROGRAMS_DIR: programsDir ?? '', WATCH_POLL_INTERVAL: '200ms', WEBHOOK_POLL_INTERVAL_MS: '100ms', FEE_AUTO_CLAIM_INTERVAL: '1h' } });
     t.service.start();
   });
   afterAll(async () => {
@@ -139,4 +142,74 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a graduated curve's DAMM
     expect(claim.signatures).toContain(delivered.data.signature);
     expect(claim.signatures).toContain(delivered.data.paymentSignature);
   }, 180_000);
+  it('autoClaimMinLamports: the claim fires once the claimable SOL reaches it, before and after graduation, once however many auto-claimers race', async () => {
+    const key = await t.key('auto', ['launches:write', 'launches:read']);
+    const creator = Keypair.generate().publicKey;
+    const min = 100_000_000n;
+    const id = await t.createLaunch(key, curveBody({ creator: creator.toBase58(), fees: { recipient: 'creator', autoClaimMinLamports: min.toString() } }));
+    const launch = await until('the launch to complete', 60_000, async () => {
+      const got = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch;
+      return got.status === 'complete' ? got : undefined;
+    });
+    const curve = new PublicKey(launch.results.pool.address);
+    const trader = Keypair.generate();
+    await t.service.chain.requestAirdrop!(trader.publicKey, 200_000_000_000n);
+    const outside = outsideTrader(t.service.chain);
+
+    // Two more auto-claim jobs besides the service's, as other instances would run; every round makes every check due at once.
+    const jobs = [0, 1].map(() => new AutoClaimer({ db: t.service.db, clock: systemClock, logger: silentLogger(), fees: t.service.fees, intervalMs: 3_600_000 }));
+    const autoClaims = async () => (await t.service.db.selectFrom('fee_claims' as never).selectAll().where('launch_id' as never, '=', id as never).where('origin' as never, '=', 'auto' as never).execute()).filter((r: any) => r.state === 'done' && JSON.parse(r.signatures).length > 0) as any[];
+    const round = async () => {
+      await t.service.db.updateTable('fee_auto_claims' as never).set({ next_check_at: 0 } as never).where('launch_id' as never, '=', id as never).execute();
+      const before = jobs.reduce((n, j) => n + j.claimed, t.service.autoClaimer.claimed);
+      await Promise.all([...jobs.map((j) => j.runOnce()), t.service.autoClaimer.runOnce()]);
+      return jobs.reduce((n, j) => n + j.claimed, t.service.autoClaimer.claimed) - before;
+    };
+    const balance = async () => BigInt(await t.service.chain.getBalance(creator));
+
+    // Below the minimum nothing is claimed.
+    await outside.buy(trader, curve, 10_000_000_000n);
+    const small = (await outside.curve(curve)).creatorQuoteFee;
+    expect(small > 0n && small < min).toBe(true);
+    expect(await round()).toBe(0);
+    expect(await autoClaims()).toHaveLength(0);
+
+    // Before graduation: the curve's fee reaches it; one of the racing jobs claims it, once.
+    await outside.buy(trader, curve, 20_000_000_000n);
+    const owed = (await outside.curve(curve)).creatorQuoteFee;
+    expect(owed >= min).toBe(true);
+    let paid = await balance();
+    expect(await round()).toBe(1);
+    expect(await balance() - paid).toBe(owed);
+    expect(await round()).toBe(0);
+    expect(await autoClaims()).toHaveLength(1);
+
+    // After graduation: the curve's fee left from the filling buys, then the DAMM v2 position's.
+    for (let i = 0; i < 12 && (await outside.curve(curve)).migrationProgress === 0; i += 1) await outside.buy(trader, curve, 10_000_000_000n + BigInt(i));
+    const graduation = await until('the graduation', 60_000, async () => {
+      const got = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch.graduation;
+      return got.state === 'done' ? got : undefined;
+    });
+    const left = (await outside.curve(curve)).creatorQuoteFee;
+    paid = await balance();
+    expect(await round()).toBe(left >= min ? 1 : 0);
+    if (left >= min) expect(await balance() - paid).toBe(left);
+    const ammPool = new PublicKey(graduation.ammPool);
+    const amm = dammTrader(t.service.chain);
+    await amm.swap(trader, ammPool, 'sell', (await amm.tokenBalance(trader.publicKey, ammPool)) / 2n);
+    const fees = ((await (await t.request(`/api/launches/${id}/fees`, { key })).json()) as any).fees;
+    const positionSol = BigInt(fees.sources.find((s: any) => s.kind === 'amm-position').claimable[WSOL]);
+    expect(positionSol >= min).toBe(true);
+    paid = await balance();
+    expect(await round()).toBe(1);
+    expect(await balance() - paid).toBe(positionSol);
+    expect(await round()).toBe(0);
+
+    const claims = await autoClaims();
+    expect(claims).toHaveLength(left >= min ? 3 : 2);
+    const events = (await t.service.db.selectFrom('outbox_events').select('body').where('launch_id', '=', id).where('event', '=', 'fees.claimed').execute()).map((e) => JSON.parse(e.body).data);
+    expect(events.every((e) => e.auto === true)).toBe(true);
+    expect(events.filter((e) => e.source === 'amm-position')).toHaveLength(1);
+    expect(events.filter((e) => e.source === 'amm-position')[0].amounts[WSOL]).toBe(positionSol.toString());
+  }, 240_000);
 });

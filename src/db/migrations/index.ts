@@ -33,6 +33,7 @@ import * as m046 from './046_fee_claims.js';
 import * as m047 from './047_creator_signing.js';
 import * as m048 from './048_delivery_leases.js';
 import * as m049 from './049_open_reservations.js';
+import * as m050 from './050_fee_auto_claims.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -70,6 +71,7 @@ export const migrations: Record<string, Migration> = {
   '047_creator_signing': m047,
   '048_delivery_leases': m048,
   '049_open_reservations': m049,
+  '050_fee_auto_claims': m050,
 };
 
 export const migrationProvider: MigrationProvider = {
