@@ -68,3 +68,40 @@ describe.skipIf(!onPostgres)('the lease table (PostgreSQL)', () => {
     expect(await claimWithFunctionPg(tdb.db, args('dsp_d', 5))).toHaveLength(0);
   });
 });
+
+// PostgreSQL only (migration 051): no global claim lock; two claims wait on each other only when
+// they reach the same host.
+describe.skipIf(!onPostgres)('claims contend per host (PostgreSQL)', () => {
+  let tdb: TestDb;
+  const clock = manualClock(Date.UTC(2026, 5, 1, 12, 0, 0));
+  const box = newSecretBox();
+  beforeEach(async () => {
+    tdb = await createTestDb();
+  });
+  afterEach(async () => {
+    await tdb.close();
+  });
+
+  it('a claim on another host goes ahead while one is open; a claim on the same host waits for its commit and counts its leases', async () => {
+    for (const url of ['https://h1.example.com/a', 'https://h2.example.com/a']) await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url, secret: 's', box }), 4);
+    clock.advance(1_000);
+    const claim = (owner: string, host: string): ClaimArgs => ({ owner, now: clock.now(), leaseMs: 60_000, limit: 8, perHostCap: 3, excludeEndpoints: [], maxAttempts: 5, onlyHost: host });
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    let firstClaimed = 0;
+    const open = tdb.db.transaction().execute(async (trx) => {
+      firstClaimed = (await claimWithFunctionPg(trx, claim('dsp_a', 'h1.example.com'))).length;
+      await committed; // held open: its host lock and its leases stay uncommitted
+    });
+    while (firstClaimed === 0) await new Promise((r) => setTimeout(r, 10));
+    const timeout = <T>(p: Promise<T>, ms: number) => Promise.race([p, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), ms))]);
+    // Another host: not held up (with one global lock it waited for the open claim's commit).
+    expect(await timeout(claimWithFunctionPg(tdb.db, claim('dsp_b', 'h2.example.com')).then((rows) => rows.length), 5_000)).toBe(3);
+    // The same host: waits, then sees the first claim's 3 leases and takes nothing past the cap.
+    const same = claimWithFunctionPg(tdb.db, claim('dsp_c', 'h1.example.com')).then((rows) => rows.length);
+    expect(await timeout(same, 500)).toBe('waiting');
+    commit();
+    await open;
+    expect([firstClaimed, await same]).toEqual([3, 0]);
+  });
+});

@@ -34,6 +34,7 @@ import * as m047 from './047_creator_signing.js';
 import * as m048 from './048_delivery_leases.js';
 import * as m049 from './049_open_reservations.js';
 import * as m050 from './050_fee_auto_claims.js';
+import * as m051 from './051_claim_per_host.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -72,6 +73,7 @@ export const migrations: Record<string, Migration> = {
   '048_delivery_leases': m048,
   '049_open_reservations': m049,
   '050_fee_auto_claims': m050,
+  '051_claim_per_host': m051,
 };
 
 export const migrationProvider: MigrationProvider = {

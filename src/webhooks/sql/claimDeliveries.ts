@@ -62,9 +62,10 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
   if (!isPostgres(db)) return claimIn(db, args);
   if (args.onlyEndpoint === undefined) return (await claimWithFunctionPg(db, args)).map(deliveryRowOf);
   // PostgreSQL, several instances: the per-host cap counts every instance's live leases, which two
-  // claims running at once would not see of each other. Claims therefore take turns on one
-  // transaction-scoped advisory lock (held from the claim to its commit, a few ms), so each sees
-  // the leases of the one before it; SKIP LOCKED still keeps them clear of rows others are settling.
+  // claims running at once would not see of each other. The claim function takes the claim lock
+  // shared and its hosts' locks (migration 051: claims contend per host); a half-open trial takes
+  // the claim lock exclusively (held to commit, a few ms, and rare), so it sees the leases of every
+  // claim before it; SKIP LOCKED still keeps them clear of rows others are settling.
   if (db.isTransaction) {
     await lockClaims(db);
     return claimIn(db, args);
@@ -149,7 +150,7 @@ function deliveryRowOf(row: ClaimedRowPg): DeliveryRow {
   };
 }
 
-/** Any constant both sides agree on (and migration 023's function): the key of the delivery-claim advisory lock. */
+/** Any constant both sides agree on (and the claim function, migrations 023-051): the key of the delivery-claim advisory lock. */
 const CLAIM_LOCK_KEY = 0x64_6c_76_63; // 'dlvc'
 
 async function lockClaims(trx: DbOrTx): Promise<void> {
