@@ -352,6 +352,7 @@ export async function createService(
       limiter,
       bodyLimitBytes: config.bodyLimitBytes,
       mcpAllowedOrigins: config.mcpAllowedOrigins,
+      trustProxy: config.http.trustProxy,
       loopBudget: processLoopBudget,
       routes: apiRoutes({
         db,
@@ -372,7 +373,7 @@ export async function createService(
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
         wakeRunner: wakeLaunches,
         ownerLimits: config.ownerLimits,
-        eventStreamLimits: config.eventStreams,
+        eventStreamLimits: { ...config.eventStreams, perAddress: config.http.maxConnectionsPerClient },
       }),
       observe: observeRequests(metrics),
       // In production without METRICS_TOKEN /metrics is not mounted at all: every method and

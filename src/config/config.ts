@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { parseDuration, parseDurationList } from './duration.js';
+import { parseTrustProxy, type TrustProxy } from './trustProxy.js';
 
 export type ChainMode = 'embedded' | 'rpc';
 
@@ -111,7 +112,7 @@ export interface Config {
   /** MCP_ALLOWED_ORIGINS: browser origins `/mcp` accepts besides the service's own loopback origin (docs/mcp.md). */
   mcpAllowedOrigins: string[];
   /** Bound on receiving a request's headers and body, and open connections per client address (0: no cap). */
-  http: { requestTimeoutMs: number; maxConnectionsPerClient: number };
+  http: { requestTimeoutMs: number; maxConnectionsPerClient: number; trustProxy: TrustProxy };
   /** EVENT_STREAMS_PER_KEY, EVENT_STREAMS_PER_OWNER, EVENT_STREAMS_MAX: open event streams allowed in this process. */
   eventStreams: { perKey: number; perOwner: number; max: number };
   healthCheckTimeoutMs: number;
@@ -202,6 +203,13 @@ function retentionVar(env: Env, name: string, fallback: number): number {
  * A comma-separated list of browser origins (`scheme://host[:port]`, no path), each normalized as
  * the `Origin` header carries it (lowercase host, default port dropped).
  */
+/** TRUST_PROXY: the reverse proxies whose X-Forwarded-For names the caller (addresses, CIDR ranges, `loopback`); none by default. */
+function trustProxyVar(env: Env): TrustProxy {
+  const parsed = parseTrustProxy(env.TRUST_PROXY);
+  if ('invalid' in parsed) throw new ConfigError('TRUST_PROXY', `must be a comma-separated list of proxy addresses or CIDR ranges (10.0.0.0/8, ::1, loopback), got "${parsed.invalid}"`);
+  return parsed;
+}
+
 function originListVar(env: Env, name: string): string[] {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return [];
@@ -525,6 +533,7 @@ export function loadConfig(env: Env = process.env): Config {
     http: {
       requestTimeoutMs: durationVar(env, 'HTTP_REQUEST_TIMEOUT', 30_000),
       maxConnectionsPerClient: intVar(env, 'HTTP_MAX_CONNECTIONS_PER_CLIENT', 64, 0, 100_000),
+      trustProxy: trustProxyVar(env),
     },
     eventStreams: {
       perKey: intVar(env, 'EVENT_STREAMS_PER_KEY', 10, 1, 100_000),

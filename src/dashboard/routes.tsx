@@ -1,4 +1,4 @@
-import { getConnInfo } from '@hono/node-server/conninfo';
+import { clientAddressOf } from '../http/clientAddress.js';
 import { Hono, type Context } from 'hono';
 import type { Child } from 'hono/jsx';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
@@ -104,12 +104,9 @@ const field = (form: DashEnv['Variables']['form'], name: string) => {
 /** The dashboard shows launches, so a key needs to read them (as the API's `launches:read` routes do). */
 const canRead = (scopes: readonly string[]) => scopes.includes('launches:read') || scopes.includes('admin');
 
+/** The caller's address: the socket's peer, or with TRUST_PROXY the caller its proxies name (docs/configuration.md). */
 function clientAddress(c: Context): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
-    return 'unknown'; // app.request() in tests has no socket
-  }
+  return clientAddressOf(c);
 }
 
 export function createDashboardRoutes(deps: DashboardDeps): Hono<DashEnv> {

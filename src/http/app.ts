@@ -13,6 +13,7 @@ import { refuseNulInUrl } from './middleware/urlGuard.js';
 import { originGuard } from './middleware/originGuard.js';
 import { shareLoop } from './middleware/loopBudget.js';
 import { traceRequests } from './middleware/tracing.js';
+import { clientAddressMiddleware, type TrustProxy } from './clientAddress.js';
 import type { LoopBudget } from '../lib/loopBudget.js';
 
 export const API_VERSION = '2026-10-01';
@@ -30,6 +31,8 @@ export interface AppDeps {
   pages?: Array<[path: string, app: Hono<any>]>;
   /** Browser origins `/mcp` accepts besides the service's own loopback origin (MCP_ALLOWED_ORIGINS). */
   mcpAllowedOrigins?: readonly string[];
+  /** TRUST_PROXY: whose X-Forwarded-For names the caller (src/http/clientAddress.ts); nobody's without it. */
+  trustProxy?: TrustProxy;
   /** Request work takes its turn on the event loop (src/lib/loopBudget.ts); none in tests that build the app alone. */
   loopBudget?: LoopBudget;
 }
@@ -91,6 +94,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use('*', requestContext({ logger: deps.logger, apiVersion: API_VERSION }));
   if (deps.loopBudget) app.use('*', shareLoop(deps.loopBudget));
   app.use('*', refuseNulInUrl());
+  if (deps.trustProxy && !deps.trustProxy.empty) app.use('*', clientAddressMiddleware(deps.trustProxy));
   app.use('/api/*', authenticate({ db: deps.db }));
   app.use('/api/*', rateLimit({ limiter: deps.limiter, exempt: (path) => path === '/api/health' }));
   app.use('/api/*', rejectRefusedKey());

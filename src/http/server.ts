@@ -3,12 +3,18 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { processLoopBudget, type LoopBudget } from '../lib/loopBudget.js';
 import type { RequestFastPath } from './healthFastPath.js';
+import type { TrustProxy } from './clientAddress.js';
 
 export interface HttpServerLimits {
   /** Bound on receiving one request, headers and body (Node's default is 300 s). */
   requestTimeoutMs: number;
   /** Open connections one client address may hold; 0 turns the cap off. */
   maxConnectionsPerClient: number;
+  /**
+   * TRUST_PROXY: a trusted proxy's connections carry many callers, so they are not capped here; the
+   * event stream caps each forwarded caller's open streams instead (docs/configuration.md).
+   */
+  trustProxy?: TrustProxy;
 }
 
 export interface HttpServerOptions {
@@ -60,17 +66,18 @@ export function startHttpServer(options: HttpServerOptions): Promise<{ server: S
   // libuv accepts one connection per loop iteration: while they arrive, iterations are kept short.
   const budget = options.loopBudget ?? processLoopBudget;
   server.on('connection', () => budget.connectionAccepted());
-  if (maxConnectionsPerClient > 0) capConnectionsPerClient(server, maxConnectionsPerClient);
+  if (maxConnectionsPerClient > 0) capConnectionsPerClient(server, maxConnectionsPerClient, options.limits.trustProxy);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.hostname, () => resolve({ server, port: (server.address() as AddressInfo).port }));
   });
 }
 
-function capConnectionsPerClient(server: Server, cap: number): void {
+function capConnectionsPerClient(server: Server, cap: number, trustProxy: TrustProxy | undefined): void {
   const open = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? 'unknown';
+    if (trustProxy?.trusts(address)) return;
     const count = (open.get(address) ?? 0) + 1;
     if (count > cap) {
       socket.end(REFUSED);

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { getConnInfo } from '@hono/node-server/conninfo';
+import { clientAddressOf } from '../clientAddress.js';
 import type { Db } from '../../db/database.js';
 import { isPostgres } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
@@ -135,11 +135,7 @@ export class SharedRateLimiter implements RequestLimiter {
 }
 
 function clientIp(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
-    return 'unknown'; // app.request() in tests has no socket
-  }
+  return clientAddressOf(c); // the socket's peer, or with TRUST_PROXY the caller its proxies name
 }
 
 /**

@@ -9,6 +9,7 @@ import { createStreamSlots, DEFAULT_STREAM_LIMITS, type StreamLimits } from '../
 import type { AppEnv } from '../env.js';
 import { ApiError, invalidRequest } from '../errors.js';
 import { requireScope } from '../middleware/auth.js';
+import { clientAddressOf } from '../clientAddress.js';
 
 export interface EventStreamRouteDeps {
   db: Db;
@@ -18,7 +19,7 @@ export interface EventStreamRouteDeps {
   limits?: StreamLimits;
 }
 
-const BOUND_WORDS = { key: 'this API key', owner: 'this owner', service: 'the service' } as const;
+const BOUND_WORDS = { key: 'this API key', owner: 'this owner', service: 'the service', address: 'this client address' } as const;
 
 /** `GET /events/stream`: the caller's events as Server-Sent Events (docs/api.md, "Event stream"). Mount at `/`. */
 export function createEventStreamRoutes(deps: EventStreamRouteDeps): Hono<AppEnv> {
@@ -41,7 +42,7 @@ export function createEventStreamRoutes(deps: EventStreamRouteDeps): Hono<AppEnv
       after = await lastOutboxRowid(deps.db);
       position = await ownerLastEventId(deps.db, auth.owner, after);
     }
-    const slot = slots.open(auth.keyId, auth.owner);
+    const slot = slots.open(auth.keyId, auth.owner, clientAddressOf(c));
     if ('bound' in slot) {
       throw new ApiError(429, 'too_many_streams', `${BOUND_WORDS[slot.bound]} already has ${slot.limit} event streams open, the most allowed; close one first (docs/api.md, "Event stream")`, { bound: slot.bound, limit: slot.limit }, undefined, { 'Retry-After': '5' });
     }

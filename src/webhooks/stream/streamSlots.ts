@@ -3,13 +3,15 @@ export interface StreamLimits {
   perKey: number;
   perOwner: number;
   max: number;
+  /** Per caller address (HTTP_MAX_CONNECTIONS_PER_CLIENT; behind TRUST_PROXY the forwarded caller); 0 or absent: none. */
+  perAddress?: number;
 }
 
 export const DEFAULT_STREAM_LIMITS: StreamLimits = { perKey: 10, perOwner: 20, max: 500 };
 
 /** Why a stream was refused: which bound is full, and what it is. */
 export interface StreamRefusal {
-  bound: 'key' | 'owner' | 'service';
+  bound: 'key' | 'owner' | 'service' | 'address';
   limit: number;
 }
 
@@ -19,13 +21,15 @@ export interface StreamRefusal {
  * back once, however often it is called.
  */
 export interface StreamSlots {
-  open(keyId: string, owner: string): { release(): void } | StreamRefusal;
+  open(keyId: string, owner: string, address?: string): { release(): void } | StreamRefusal;
   readonly size: number;
 }
 
 export function createStreamSlots(limits: StreamLimits): StreamSlots {
   const byKey = new Map<string, number>();
   const byOwner = new Map<string, number>();
+  const byAddress = new Map<string, number>();
+  const perAddress = limits.perAddress ?? 0;
   let total = 0;
   const add = (map: Map<string, number>, id: string, n: number) => {
     const next = (map.get(id) ?? 0) + n;
@@ -34,11 +38,13 @@ export function createStreamSlots(limits: StreamLimits): StreamSlots {
     else map.set(id, next);
   };
   return {
-    open(keyId, owner) {
+    open(keyId, owner, address = 'unknown') {
       if ((byKey.get(keyId) ?? 0) >= limits.perKey) return { bound: 'key', limit: limits.perKey };
       if ((byOwner.get(owner) ?? 0) >= limits.perOwner) return { bound: 'owner', limit: limits.perOwner };
       if (total >= limits.max) return { bound: 'service', limit: limits.max };
+      if (perAddress > 0 && (byAddress.get(address) ?? 0) >= perAddress) return { bound: 'address', limit: perAddress };
       add(byKey, keyId, 1);
+      add(byAddress, address, 1);
       add(byOwner, owner, 1);
       total += 1;
       let released = false;
@@ -48,6 +54,7 @@ export function createStreamSlots(limits: StreamLimits): StreamSlots {
           released = true;
           add(byKey, keyId, -1);
           add(byOwner, owner, -1);
+          add(byAddress, address, -1);
           total -= 1;
         },
       };
