@@ -170,11 +170,15 @@ describe.skipIf(!onPostgres)('three instances on one PostgreSQL database and one
       expect(info.supply).toBe(BigInt(a.body.totalSupply as string) * 10n ** BigInt(a.body.decimals as number));
     }
 
-    // Every event delivered, signed; duplicates only from the attempts in flight at the kill.
+    // Every event delivered, signed; duplicates only from the attempts in flight at the kill and
+    // from attempts that timed out (on a loaded machine the receiver may get a request whose answer
+    // comes after WEBHOOK_TIMEOUT_MS: the attempt fails, the retry delivers it again). Both counted
+    // from what this run did, not a fixed allowance.
     const ids = receiver.received.map((r) => verifyWebhook<{ id: string }>(r.body, r.headers, SECRET, { toleranceSeconds: 86_400 }).payload.id);
     const unique = new Set(ids);
     expect(unique).toEqual(new Set(events.map((e) => e.id)));
-    expect(ids.length - unique.size).toBeLessThanOrEqual(inFlightAtKill.length);
+    const timedOut = await db.selectFrom('delivery_attempts').select('id').where('outcome', '=', 'failure').where('error_class', '=', 'timeout').execute();
+    expect(ids.length - unique.size, `${inFlightAtKill.length} attempts in flight at the kill, ${timedOut.length} timed out`).toBeLessThanOrEqual(inFlightAtKill.length + timedOut.length);
     const deliveries = await db.selectFrom('deliveries').select(['status', 'attempt_count']).execute();
     expect(deliveries.every((d) => d.status === 'delivered')).toBe(true);
     expect(Math.max(...deliveries.map((d) => d.attempt_count))).toBeLessThanOrEqual(MAX_ATTEMPTS);
