@@ -294,6 +294,9 @@ function describeMs(ms: number): string {
   return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
+/** A bonding-curve launch: the service pays its graduation later, out of the launch's reservation. */
+const awaitsGraduation = (results: Record<string, unknown>): boolean => (results.pool as { kind?: unknown } | undefined)?.kind === 'bonding-curve';
+
 const mintOf = (results: Record<string, unknown>): string | null => (typeof results.mint === 'string' ? results.mint : null);
 
 /** Completes the launch under its lease with `launch.complete` after `before` (the last step's events, when they commit together). */
@@ -307,6 +310,7 @@ async function completeLaunch(trx: Tx, args: RunArgs, results: Record<string, un
     events.length,
   );
   await insertEvents(trx, args.clock, target, events, handoff);
-  await args.funding?.release(trx, launch.id);
+  // A bonding curve's graduation is still to be paid (docs/funding.md): its reservation stays open, the graduation's commit releases it.
+  if (!awaitsGraduation(results)) await args.funding?.release(trx, launch.id);
   await args.onComplete?.(trx, launch.id, results, now);
 }

@@ -48,6 +48,14 @@ describe.skipIf(!haveBinaries(...IDS))(`a bonding curve graduates to DAMM v2 by 
     expect(launch.graduation).toMatchObject({ state: 'waiting', pool: launch.results.pool.address, thresholdLamports: launch.results.pool.graduationQuoteLamports });
     expect(launch.watches.map((w: any) => w.kind)).toEqual(['curve']);
     const pool = new PublicKey(launch.results.pool.address);
+    // The graduation is still to be paid: the launch's reservation stays open and holds at least its quoted cost,
+    // so neither a withdrawal nor another launch can take it, and the day's use counts it.
+    const graduationQuote = quote.accounts.filter((a: any) => a.role.startsWith('amm_')).reduce((n: number, a: any) => n + Number(a.rentLamports), 0);
+    const ledgerOf = () => t.service.db.selectFrom('funding_ledger').selectAll().where('launch_id', '=', id).orderBy('created_at').orderBy('id').execute();
+    expect((await ledgerOf()).map((e) => e.kind)).not.toContain('release');
+    const waiting = ((await (await t.request('/api/funding', { key })).json()) as any).funding;
+    expect(Number(waiting.reservedLamports)).toBeGreaterThanOrEqual(graduationQuote);
+    expect(Number(waiting.spentTodayLamports)).toBe(Number(quote.totalLamports));
 
     // Outside traders fill it with Meteora's SDK: 10 SOL buys, the last one takes what is left.
     const trader = Keypair.generate();
@@ -81,6 +89,17 @@ describe.skipIf(!haveBinaries(...IDS))(`a bonding curve graduates to DAMM v2 by 
     expect(entries.find((e) => e.signature === graduated.signature)?.lamports).toBe(paid);
     // The quote is within 10 % of everything the wallet spent: the launch, its first buy and the graduation.
     const spent = before - (await t.service.chain.getBalance(wallet));
+    // The reservation is released in the graduation's commit, after its spend: the day's use is what was really spent.
+    const ledger = await ledgerOf();
+    const release = ledger.filter((e) => e.kind === 'release');
+    expect(release).toHaveLength(1);
+    expect(Number(release[0]!.created_at)).toBeGreaterThanOrEqual(Math.max(...ledger.filter((e) => e.kind === 'spend').map((e) => Number(e.created_at))));
+    const spends = ledger.filter((e) => e.kind === 'spend').reduce((n, e) => n + Number(e.lamports), 0);
+    expect(spends).toBe(spent);
+    expect(Number(release[0]!.lamports)).toBe(Math.max(0, Number(quote.totalLamports) - spent));
+    const settled = ((await (await t.request('/api/funding', { key })).json()) as any).funding;
+    expect(Number(settled.spentTodayLamports)).toBe(spent);
+    expect(settled.reservedLamports).toBe('0');
     if (process.env.CURVE_COSTS) console.log({ spent, quoted: Number(quote.totalLamports), migration: paid });
     expect(Math.abs(spent - Number(quote.totalLamports)) / spent).toBeLessThan(0.1);
 
@@ -196,7 +215,9 @@ describe.skipIf(!haveBinaries(...IDS))(`a curve someone else migrated first${nee
     const events = await t.service.db.selectFrom('outbox_events').select('body').where('launch_id', '=', id).where('event', '=', 'pool.graduated').execute();
     expect(events).toHaveLength(1);
     expect(JSON.parse(events[0]!.body).data).toMatchObject({ pool: pool.toBase58(), ammPool: got.graduation.ammPool, signature, paidBy: null, positions: [] });
-    expect(await t.service.db.selectFrom('funding_ledger').select('id').where('launch_id', '=', id).execute()).toHaveLength(spendsBefore.length);
+    // No spend: the only new entry is the release of the reservation that held the graduation's cost.
+    const entriesAfter = await t.service.db.selectFrom('funding_ledger').select(['id', 'kind']).where('launch_id', '=', id).execute();
+    expect(entriesAfter.filter((e) => !spendsBefore.some((b) => b.id === e.id)).map((e) => e.kind)).toEqual(['release']);
     expect(await t.service.graduator.runOnce()).toBe(0);
   });
 });

@@ -13,7 +13,7 @@ import { escrowTotal } from '../decoders/jupiterLock.js';
 import { insertWatches } from '../store.js';
 import type { Db } from '../../db/database.js';
 import type { Funding } from '../../funding/funding.js';
-import { insertEntry } from '../../funding/ledger.js';
+import { closeReservation, insertEntry } from '../../funding/ledger.js';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
@@ -211,7 +211,7 @@ export class Graduator {
 
   /**
    * One commit under the fence: the row done, `pool.graduated`, the ledger's spend entries (an
-   * owner-funded launch's own transactions), and the watch of a locked-vesting escrow.
+   * owner-funded launch's own transactions) and the release of the launch's reservation, and the watch of a locked-vesting escrow.
    */
   private async complete(row: MigrationRow, migration: CurveMigration, state: CurveState, done: { signature: string; paidBy: string | null; spent: Array<{ signature: string; lamports: number }> | undefined; owned?: boolean; vesting: Awaited<ReturnType<Graduator['vestingOf']>> }): Promise<void> {
     const { db, clock } = this.options;
@@ -231,6 +231,8 @@ export class Graduator {
       for (const s of done.owned ? (done.spent ?? []) : []) {
         if (s.lamports > 0) await insertEntry(trx, { owner: row.owner, launchId: row.launch_id, kind: 'spend', lamports: s.lamports, signature: s.signature, details: { graduation: data.ammPool }, now });
       }
+      // The launch's reservation held the graduation's cost until now (docs/funding.md): released once it is paid.
+      await closeReservation(trx, { launchId: row.launch_id, now });
       const v = done.vesting;
       if (v) {
         // The escrow is watched like a launch's own (vesting.cliff_reached, vesting.claimed, vesting.complete).
