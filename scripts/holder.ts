@@ -9,6 +9,7 @@
  *   npm run holder -- claim   <launchId> <beneficiary keypair.json>
  *   npm run holder -- propose <launchId> <creator keypair.json> "<proposal name>" [approve|deny]
  *   npm run holder -- sign    <launchId> <creator keypair.json>   (a creator-signed launch: sign and submit, docs/signing.md)
+ *   npm run holder -- buy     <launchId> <trader keypair.json> <SOL>   (buys on a bonding-curve launch's curve with Meteora's SDK)
  *
  * Environment: SERVICE_URL, API_KEY (launches:read; launches:write for sign), RPC_URL, RPC_WS_URL. Unset, the URLs are those a
  * running development service wrote to DATA_DIR/local.json (its local cluster may have moved off a
@@ -24,6 +25,8 @@ import BN from 'bn.js';
 import { Connection, Keypair, LAMPORTS_PER_SOL, Message, PublicKey, Transaction, TransactionInstruction, sendAndConfirmTransaction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { createAssociatedTokenAccountIdempotentInstruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
+import { DynamicBondingCurveClient, SwapMode } from '@meteora-ag/dynamic-bonding-curve-sdk';
+import { curveKit } from '../src/chain/programs/dbc/curve.js';
 import { readLocalEndpoints } from '../src/chain/embedded/localCluster.js';
 import { decodeVestingEscrow } from '../src/chain/programs/jupiterLock/escrowAccount.js';
 import { claimableAt } from '../src/chain/programs/jupiterLock/schedule.js';
@@ -87,11 +90,53 @@ export async function castVote(connection: Connection, creator: Keypair, dao: { 
   return sendAndConfirmTransaction(connection, new Transaction().add(...ixs), [creator]);
 }
 
+/** What a buy on the curve got: the tokens received, the SOL paid (fees included) and the curve's fill after it. */
+export interface CurveBuy {
+  signature: string;
+  tokens: bigint;
+  paidLamports: bigint;
+  quoteReserveLamports: bigint;
+  migrated: boolean;
+}
+
+/**
+ * Buys on a Dynamic Bonding Curve with Meteora's own SDK, as any outside trader would: `swap2` in
+ * partial-fill mode (the buy that reaches the end of the curve takes only what is left), SOL in, the
+ * launched token out to the trader's token account. No minimum out: this is a tool for the local
+ * cluster, not a trading bot.
+ */
+export async function buyOnCurve(connection: Connection, trader: Keypair, pool: PublicKey, lamports: bigint): Promise<CurveBuy> {
+  const client = new DynamicBondingCurveClient(connection, 'confirmed');
+  const kit = await curveKit();
+  const read = async () => {
+    const info = await connection.getAccountInfo(pool);
+    if (!info) throw new Error(`${pool.toBase58()} is not a Dynamic Bonding Curve pool`);
+    return kit.decodeCurveState(info.data);
+  };
+  const mint = (await read()).baseMint;
+  const tokenProgram = (await connection.getAccountInfo(mint))?.owner;
+  if (!tokenProgram) throw new Error(`mint ${mint.toBase58()} not found`);
+  const account = getAssociatedTokenAddressSync(mint, trader.publicKey, false, tokenProgram);
+  const held = async () => BigInt((await connection.getTokenAccountBalance(account).catch(() => ({ value: { amount: '0' } }))).value.amount);
+  const [tokensBefore, solBefore] = [await held(), BigInt(await connection.getBalance(trader.publicKey))];
+  const tx = await client.pool.swap2({ owner: trader.publicKey, pool, swapMode: SwapMode.PartialFill, amountIn: new BN(lamports.toString()), minimumAmountOut: new BN(0), swapBaseForQuote: false, referralTokenAccount: null });
+  const signature = await sendAndConfirmTransaction(connection, tx, [trader]);
+  const after = await read();
+  return {
+    signature,
+    tokens: (await held()) - tokensBefore,
+    paidLamports: solBefore - BigInt(await connection.getBalance(trader.publicKey)),
+    quoteReserveLamports: after.quoteReserve,
+    migrated: after.isMigrated,
+  };
+}
+
 const USAGE = `usage: npm run holder -- keygen  <keypair.json>
        npm run holder -- fund    <keypair.json | address> [SOL, default 2]
        npm run holder -- claim   <launchId> <beneficiary keypair.json>
        npm run holder -- propose <launchId> <creator keypair.json> "<name>" [approve|deny]
-       npm run holder -- sign    <launchId> <creator keypair.json>`;
+       npm run holder -- sign    <launchId> <creator keypair.json>
+       npm run holder -- buy     <launchId> <trader keypair.json> <SOL>`;
 
 interface SigningRequest {
   status: string;
@@ -179,16 +224,30 @@ async function main(argv: string[]): Promise<void> {
     if (request.status !== 'signed') process.exit(1);
     return;
   }
-  if ((command !== 'claim' && command !== 'propose') || !launchId || !keypairFile) {
+  if ((command !== 'claim' && command !== 'propose' && command !== 'buy') || !launchId || !keypairFile) {
     process.stderr.write(`${USAGE}\n`);
     process.exit(2);
   }
   const res = await fetch(`${service}/api/launches/${launchId}`, { headers: { authorization: `Bearer ${process.env.API_KEY ?? ''}` } });
   if (!res.ok) throw new Error(`GET /api/launches/${launchId}: ${res.status} ${await res.text()}`);
-  const { launch } = (await res.json()) as { launch: { results: { mint: string; vesting?: { escrow: string }; dao?: { realm: string; governance: string } } | null } };
+  const { launch } = (await res.json()) as { launch: { results: { mint: string; vesting?: { escrow: string }; dao?: { realm: string; governance: string }; pool?: { kind?: string; address?: string; graduationQuoteLamports?: string } } | null } };
   if (!launch.results) throw new Error('the launch is not complete yet');
   const signer = readKeypair(keypairFile);
   const mint = new PublicKey(launch.results.mint);
+  if (command === 'buy') {
+    const pool = launch.results.pool;
+    if (pool?.kind !== 'bonding-curve' || !pool.address) throw new Error('the launch has no bonding curve');
+    const sol = name ?? '';
+    if (!/^\d+(\.\d{1,9})?$/.test(sol) || Number(sol) <= 0) throw new Error(`SOL must be a positive amount with at most 9 decimals, got "${sol}"`);
+    const [whole, fraction = ''] = sol.split('.');
+    const lamports = BigInt(whole!) * BigInt(LAMPORTS_PER_SOL) + BigInt(fraction.padEnd(9, '0'));
+    const got = await buyOnCurve(connection, signer, new PublicKey(pool.address), lamports);
+    const threshold = BigInt(pool.graduationQuoteLamports ?? '0');
+    const percent = threshold > 0n ? Number((got.quoteReserveLamports * 10_000n) / threshold) / 100 : 0;
+    process.stdout.write(`bought ${got.tokens} base units of ${mint.toBase58()} for ${got.paidLamports} lamports (fees included): ${got.signature}\n`);
+    process.stdout.write(`curve ${pool.address}: ${got.quoteReserveLamports} of ${threshold} lamports (${percent} %)${got.migrated || got.quoteReserveLamports >= threshold ? ', full: the service graduates it' : ''}\n`);
+    return;
+  }
   if (command === 'claim') {
     if (!launch.results.vesting) throw new Error('the launch has no vesting');
     // A claim before anything is unlocked would move 0 tokens (and report vesting.claimed with amount 0): say when instead.
