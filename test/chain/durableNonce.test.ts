@@ -4,6 +4,7 @@ import type { OpenedDatabase } from '../../src/db/database.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../src/chain/embedded/backend.js';
+import { embeddedRpcMethods } from '../../src/chain/embedded/rpcMethods.js';
 import { tempDatabase } from './support/fixtures.js';
 
 describe('durable nonces on the embedded chain', () => {
@@ -59,6 +60,39 @@ describe('durable nonces on the embedded chain', () => {
     await send(close, owner);
     expect(await chain.getAccountInfo(nonce.publicKey)).toBeNull();
     expect(await chain.getBalance(owner.publicKey)).toBe(before + rent - 5000);
+  });
+
+  it('takes a durable-nonce transaction over JSON-RPC (npm run chain) past any blockhash, preflight included, and refuses it once the nonce moved', async () => {
+    const rpc = embeddedRpcMethods(chain);
+    const owner = Keypair.generate();
+    const nonce = Keypair.generate();
+    await chain.requestAirdrop!(owner.publicKey, 1_000_000_000n);
+    const rent = await chain.getMinimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH);
+    await send(
+      new Transaction({ feePayer: owner.publicKey, ...(await chain.getLatestBlockhash()) }).add(
+        SystemProgram.createAccount({ fromPubkey: owner.publicKey, newAccountPubkey: nonce.publicKey, lamports: rent, space: NONCE_ACCOUNT_LENGTH, programId: SystemProgram.programId }),
+        SystemProgram.nonceInitialize({ noncePubkey: nonce.publicKey, authorizedPubkey: owner.publicKey }),
+      ),
+      owner,
+      nonce,
+    );
+    const value = NonceAccount.fromAccountData((await chain.getAccountInfo(nonce.publicKey))!.data).nonce;
+    const transfer = new Transaction({ feePayer: owner.publicKey, nonceInfo: { nonce: value, nonceInstruction: SystemProgram.nonceAdvance({ noncePubkey: nonce.publicKey, authorizedPubkey: owner.publicKey }) } }).add(
+      SystemProgram.transfer({ fromPubkey: owner.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1_000_000 }),
+    );
+    transfer.sign(owner);
+    const wire = transfer.serialize().toString('base64');
+    clock.advance(10 * 60_000); // far past any blockhash's validity
+    // Simulated as a node simulates it (old code: BlockhashNotFound, the nonce taken for a blockhash).
+    expect(((await rpc.simulateTransaction!([wire, { encoding: 'base64', sigVerify: true }])) as { value: { err: unknown } }).value.err).toBeNull();
+    const signature = await rpc.sendTransaction!([wire, { encoding: 'base64' }]);
+    expect((await chain.getSignatureStatus(signature as string))?.err ?? null).toBeNull();
+    // Its nonce moved on: the same message can no longer land, as a node answers it.
+    const again = new Transaction({ feePayer: owner.publicKey, nonceInfo: { nonce: value, nonceInstruction: SystemProgram.nonceAdvance({ noncePubkey: nonce.publicKey, authorizedPubkey: owner.publicKey }) } }).add(
+      SystemProgram.transfer({ fromPubkey: owner.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 2_000_000 }),
+    );
+    again.sign(owner);
+    await expect(rpc.sendTransaction!([again.serialize().toString('base64'), { encoding: 'base64' }])).rejects.toThrow(/Blockhash not found/);
   });
 
   it('keeps nonce accounts made together apart: a transaction on one withdraws another that was advanced before', async () => {

@@ -40,7 +40,7 @@ function runChild(crashAt: string): { signal: NodeJS.Signals | null; status: num
 const CRASH_POINTS = ['boundary:create_mint', 'sent:create_mint', 'sent:close_nonces'];
 
 // SQLite by construction (the data directory's file): the suite's PostgreSQL half would repeat it as
-// it is, so it runs in the SQLite half only.
+// it is, so it runs in the SQLite half only (creatorInstances.test.ts kills an instance on PostgreSQL).
 describe.skipIf(onPostgres)('a creator-signed launch across SIGKILLs', () => {
   it('mints once and runs every step once when killed right after the signatures and mid-way through sending', async () => {
     const config = loadConfig(env);

@@ -6,7 +6,8 @@ import type { EmbeddedBackend } from './backend.js';
 import { LAMPORTS_PER_SIGNATURE } from '../transaction.js';
 import { uiAmount } from './history.js';
 import { parsedTokenData, readMint, readTokenAccount, tokenAmount, TOKEN_PROGRAMS } from './rpcTokenAccounts.js';
-import type { Execution } from './svm.js';
+import { decodeTransaction as decodeSvmTransaction, type Execution } from './svm.js';
+import { currentNonce } from '../landSigned.js';
 
 /** A JSON-RPC error as a Solana node sends it (`code`, `message`, optional `data`). */
 export class RpcError extends Error {
@@ -160,12 +161,23 @@ export function embeddedRpcMethods(chain: EmbeddedBackend): Record<string, Metho
     return found;
   };
 
+  /**
+   * Whether a transaction can still land as far as its blockhash goes: a recent blockhash, or, for a
+   * durable-nonce transaction (its first instruction advances a nonce account), the nonce its
+   * account holds now, as a node checks it.
+   */
+  const blockhashCurrent = async (bytes: Uint8Array, recentBlockhash: string): Promise<boolean> => {
+    const nonceAccount = decodeSvmTransaction(bytes).nonceAccount;
+    if (nonceAccount === undefined) return chain.isBlockhashValid(recentBlockhash);
+    return (await currentNonce(chain, new PublicKey(nonceAccount))) === recentBlockhash;
+  };
+
   const sendTransaction: Method = async ([encoded, rawConfig]) => {
     const config = configOf(rawConfig);
     const { bytes, tx } = decodeTransaction(encoded, config.encoding);
     const signature = bs58.encode(tx.signatures[0] ?? new Uint8Array(64));
     if ((await chain.getSignatureStatus(signature)) !== null) return signature;
-    if (!chain.isBlockhashValid(tx.message.recentBlockhash)) throw blockhashNotFound();
+    if (!(await blockhashCurrent(bytes, tx.message.recentBlockhash))) throw blockhashNotFound();
     if (config.skipPreflight !== true) {
       const outcome = await chain.simulate(bytes, { sigVerify: true });
       if (!outcome.ok) throw simulationFailure(outcome);
@@ -304,7 +316,7 @@ export function embeddedRpcMethods(chain: EmbeddedBackend): Record<string, Metho
       const config = configOf(rawConfig);
       const { bytes, tx } = decodeTransaction(encoded, config.encoding);
       const replace = config.replaceRecentBlockhash === true;
-      if (!replace && !chain.isBlockhashValid(tx.message.recentBlockhash)) {
+      if (!replace && !(await blockhashCurrent(bytes, tx.message.recentBlockhash))) {
         return ctx({ err: 'BlockhashNotFound', logs: [], accounts: null, unitsConsumed: 0, returnData: null });
       }
       const outcome = await chain.simulate(bytes, { sigVerify: config.sigVerify === true });
