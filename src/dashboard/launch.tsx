@@ -16,6 +16,17 @@ export interface LaunchDetail {
   deliveries: LaunchDeliveryRow[];
   attempts: Map<string, AttemptRow[]>;
   watches: WatchRow[] | null;
+  /** A creator-signed launch's signing round (docs/signing.md); null for the service's own. */
+  signing: SigningSummary | null;
+}
+
+export interface SigningSummary {
+  creator: string;
+  /** 'setup': the nonce accounts' transaction is offered; 'launch': the launch's transactions are; 'signed'. */
+  phase: string;
+  deadlineAt: number;
+  signed: number;
+  offered: number;
 }
 
 export type LaunchDeliveryRow = DeliveryListRow & { event_id: string };
@@ -56,7 +67,15 @@ export async function loadLaunch(db: Db, id: string): Promise<LaunchDetail | und
     .execute();
   // The watches table exists on every migrated database (migration 008).
   const watches = (await sql<WatchRow>`select kind, address, state, last_activity_at, next_check_at, ends_at, ended_reason from watches where launch_id = ${id} order by created_at`.execute(db)).rows;
-  return { launch, steps, events, deliveries, attempts: await attemptsByDelivery(db, deliveries.map((d) => d.id)), watches };
+  return { launch, steps, events, deliveries, attempts: await attemptsByDelivery(db, deliveries.map((d) => d.id)), watches, signing: await signingOf(db, id) };
+}
+
+/** What the creator has signed of a creator-signed launch so far. */
+async function signingOf(db: Db, id: string): Promise<SigningSummary | null> {
+  const signing = await db.selectFrom('launch_signing').select(['creator', 'phase', 'deadline_at']).where('launch_id', '=', id).executeTakeFirst();
+  if (!signing) return null;
+  const txs = await db.selectFrom('launch_signing_txs').select('signature').where('launch_id', '=', id).execute();
+  return { creator: signing.creator, phase: signing.phase, deadlineAt: Number(signing.deadline_at), signed: txs.filter((t) => t.signature !== null).length, offered: txs.length };
 }
 
 interface Tx {
@@ -299,6 +318,18 @@ export const LaunchPage: FC<{ user: DashboardUser; detail: LaunchDetail; cluster
             </div>
           </dd>
         </div>
+        {detail.signing && (
+          <div data-field="signing">
+            <dt>Signing</dt>
+            <dd>
+              {`creator-signed: ${detail.signing.signed} of ${detail.signing.offered} signed`}
+              {launch.status === 'awaiting_signatures' && (
+                <strong>{` · waiting for the creator's signatures (${detail.signing.phase === 'setup' ? 'setup round' : 'launch round'}) until ${time(detail.signing.deadlineAt)}`}</strong>
+              )}
+              <div class="muted mono">{detail.signing.creator}</div>
+            </dd>
+          </div>
+        )}
         <div data-field="id">
           <dt>Launch</dt>
           <dd class="mono">{launch.id}</dd>
