@@ -29,7 +29,7 @@ function runChild(crashAt: string): { signal: NodeJS.Signals | null; status: num
   const result = spawnSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', 'launches', 'support', 'crashingRunner.ts')], {
     env: { ...env, CRASH_AT: crashAt },
     encoding: 'utf8',
-    timeout: 90_000,
+    timeout: 150_000,
   });
   return { signal: result.signal, status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -106,5 +106,5 @@ describe.skipIf(onPostgres)('a creator-signed launch across SIGKILLs', () => {
     } finally {
       await resumed.stop();
     }
-  }, 300_000);
+  }, 480_000);
 });

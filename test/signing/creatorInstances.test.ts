@@ -72,7 +72,7 @@ describe.skipIf(!onPostgres)('a creator-signed launch on two instances', () => {
       RUNNER_LEASE_MS: '3s',
     };
     services.push(...(await Promise.all([0, 1].map((i) => startChildService({ ...env, DATA_DIR: join(dir, `instance-${i}`) })))));
-  }, 180_000);
+  }, 240_000);
 
   afterAll(async () => {
     await Promise.all(services.map((s) => s.kill('SIGKILL')));
@@ -156,5 +156,5 @@ describe.skipIf(!onPostgres)('a creator-signed launch on two instances', () => {
     expect(await balance(funding.address)).toBe(fundingBefore);
     expect(await balance(payer.publicKey)).toBe(payerBefore);
     expect(2 * LAMPORTS_PER_SOL - (await balance(creator.address))).toBe(Number(quote.totalLamports) - returned);
-  }, 180_000);
+  }, 240_000);
 });
