@@ -72,7 +72,7 @@ export function buildOpenApi(version: string): Json {
                 type: 'object',
                 properties: {
                   index: { type: 'integer' },
-                  step: { type: 'string', description: 'setup, a launch step, or close_nonces' },
+                  step: { type: 'string', description: 'setup (one or more: the nonce accounts), a launch step (create_mint … create_pool), or close_nonces (the rent return)' },
                   message: { type: 'string', description: 'base64 of the message bytes to sign' },
                   signers: { type: 'array', items: { type: 'string' }, description: 'the keys still to sign (the creator)' },
                   signed: { type: 'boolean' },

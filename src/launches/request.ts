@@ -169,9 +169,8 @@ export const launchRequestSchema = z
       if (!present && share > 0) ctx.addIssue({ code: 'custom', path: [section], message: `is required when allocations.${allocation} is non-zero` });
     }
     if (req.signing === 'creator') {
-      // Not built yet for creator signing (docs/signing.md): these steps are refused, not half-run.
-      if (req.dao !== undefined) ctx.addIssue({ code: 'custom', path: ['dao'], message: 'is not built yet for creator-signed launches (signing "creator")' });
-      if (req.pool !== undefined) ctx.addIssue({ code: 'custom', path: ['pool'], message: 'is not built yet for creator-signed launches (signing "creator")' });
+      // A bonding curve is not built for creator signing (docs/signing.md): refused, not half-run.
+      if (req.pool?.kind === 'bonding-curve') ctx.addIssue({ code: 'custom', path: ['pool', 'kind'], message: 'bonding-curve is not built yet for creator-signed launches (signing "creator")' });
     }
     if (req.dao && req.tokenStandard === 'token-2022') {
       ctx.addIssue({ code: 'custom', path: ['tokenStandard'], message: 'must be spl-token when dao is requested (SPL Governance rejects Token-2022 mints)' });

@@ -157,7 +157,7 @@ async function createCreatorSignedLaunch(
     owner: input.owner,
     request,
     requestId: input.requestId,
-    awaitingSignatures: { count: 1, expiresAt: prepared.setupExpiresAt, deadlineMs: signing.deadlineMs, insert: (trx, launchId, now) => signing.insert(trx, launchId, prepared, now) },
+    awaitingSignatures: { count: prepared.setups.length, expiresAt: prepared.setupExpiresAt, deadlineMs: signing.deadlineMs, insert: (trx, launchId, now) => signing.insert(trx, launchId, prepared, now) },
     inTransaction,
   });
 }

@@ -42,7 +42,7 @@ describe('npm run holder -- sign', () => {
 });
 
 // Needs the Metaplex and Jupiter Lock binaries (README: CHAIN_PROGRAMS_DIR); skipped cleanly without
-// them. A DAO and a pool are not built for creator signing yet (docs/signing.md).
+// them. The full launch (DAO and pool too) is in creatorFull.test.ts.
 const dir = process.env.CHAIN_PROGRAMS_DIR;
 const needed = ['metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s', 'LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn'];
 const missing = dir === undefined ? needed : needed.filter((id) => !existsSync(join(dir, `${id}.so`)));

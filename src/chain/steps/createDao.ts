@@ -61,24 +61,24 @@ export function createDaoStep(ids: Pick<ProgramIds, 'governance'> = DEFAULT_PROG
       rentLamports: await daoRentLamports((size) => chain.getMinimumBalanceForRentExemption(size), name),
       postcondition: () => daoCreated(ctx, programId, addresses),
     });
+    if (ctx.capture) return { result: { dao: daoResult() }, transactions: [] }; // planning: nothing was sent
     if (!(await daoCreated(ctx, programId, addresses))) {
       throw new NonRetriableError('program_error', `realm ${addresses.realm.toBase58()} is not governed after its transaction`);
     }
-    return {
-      result: {
-        dao: {
-          realm: addresses.realm.toBase58(),
-          governance: addresses.governance.toBase58(),
-          treasury: addresses.nativeTreasury.toBase58(),
-          treasuryTokenAccount: addresses.treasuryToken.toBase58(),
-          treasuryAmount: treasuryAmount.toString(),
-          communityMint: mint.toBase58(),
-          programId: programId.toBase58(),
-          name,
-        },
-      },
-      transactions: sent ? [{ type: sent.type, signature: sent.signature }] : [],
-    };
+    return { result: { dao: daoResult() }, transactions: sent ? [{ type: sent.type, signature: sent.signature }] : [] };
+
+    function daoResult() {
+      return {
+        realm: addresses.realm.toBase58(),
+        governance: addresses.governance.toBase58(),
+        treasury: addresses.nativeTreasury.toBase58(),
+        treasuryTokenAccount: addresses.treasuryToken.toBase58(),
+        treasuryAmount: treasuryAmount.toString(),
+        communityMint: mint.toBase58(),
+        programId: programId.toBase58(),
+        name,
+      };
+    }
   };
 }
 

@@ -59,6 +59,7 @@ export function createPoolStep(ids: Pick<ProgramIds, 'pool'> = DEFAULT_PROGRAM_I
       rentLamports: await poolLamports((size) => chain.getMinimumBalanceForRentExemption(size), plan.tokenStandard, quoteLamports, createPoolFee),
       postcondition: () => poolCreated(ctx, programId, addresses.pool),
     });
+    if (ctx.capture) return { result: {}, transactions: [] }; // planning: nothing was sent, and no later step reads the pool
     if (!(await poolCreated(ctx, programId, addresses.pool))) {
       throw new NonRetriableError('program_error', `pool ${addresses.pool.toBase58()} is missing after its transaction`);
     }

@@ -79,7 +79,7 @@ export async function nonceAccounts(creator: PublicKey, seed: string, count: num
   );
 }
 
-/** The setup transaction: creates each nonce account, rent paid by the creator, the creator its authority. */
+/** A setup transaction: creates each of its nonce accounts, rent paid by the creator, the creator their authority. */
 export function buildSetup(
   chain: Pick<ChainBackend, 'fees'>,
   args: { creator: PublicKey; nonces: Array<{ address: PublicKey; seed: string }>; rentLamports: number; blockhash: string; lastValidBlockHeight: number },
@@ -99,6 +99,33 @@ export function buildSetup(
   const tx = new Transaction({ feePayer: args.creator, blockhash: args.blockhash, lastValidBlockHeight: args.lastValidBlockHeight });
   tx.add(...withComputeBudget(chain.fees, instructions));
   return { message: compile(tx), serviceSignatures: {} };
+}
+
+/**
+ * The setup transactions that create the given nonce accounts: as many accounts in each as fit in
+ * one transaction (about five; a full launch needs eight nonce accounts, so two setups), in order.
+ */
+export function buildSetups(
+  chain: Pick<ChainBackend, 'fees'>,
+  args: { creator: PublicKey; nonces: Array<{ address: PublicKey; seed: string }>; rentLamports: number; blockhash: string; lastValidBlockHeight: number },
+): BuiltTx[] {
+  const built: BuiltTx[] = [];
+  let from = 0;
+  while (from < args.nonces.length) {
+    let last: BuiltTx | undefined;
+    let to = from + 1;
+    for (; to <= args.nonces.length; to += 1) {
+      try {
+        last = buildSetup(chain, { ...args, nonces: args.nonces.slice(from, to) });
+      } catch (error) {
+        if (!(error instanceof NonRetriableError) || last === undefined) throw error;
+        break;
+      }
+    }
+    built.push(last!);
+    from = to - 1;
+  }
+  return built;
 }
 
 /** A transaction on a durable nonce (advanced by its first instruction), signed by the derived keys it needs. */

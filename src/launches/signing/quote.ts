@@ -3,6 +3,7 @@ import type { ChainBackend } from '../../chain/backend.js';
 import type { LaunchPlan, StepName } from '../../chain/steps/types.js';
 import { estimateFee } from '../../chain/transaction.js';
 import { launchCosts, presentQuote, type LaunchQuote } from '../../funding/quote.js';
+import { buildSetups, nonceAccounts, nonceSeedOf } from './plan.js';
 
 /** A creator-signed launch's quote: what the creator's wallet pays, against its balance; nothing is reserved. */
 export interface CreatorQuote extends LaunchQuote {
@@ -13,7 +14,7 @@ export interface CreatorQuote extends LaunchQuote {
 
 /**
  * The quote of a creator-signed launch (docs/signing.md): the same planner as every launch with the
- * creator as payer, plus the setup and rent-return transactions and one nonce account per
+ * creator as payer, plus the setup transactions, the rent return and one nonce account per
  * transaction (`returned`: their rent comes back at the end, all but the rent-return's own).
  */
 export async function creatorQuote(chain: ChainBackend, plan: LaunchPlan, steps: readonly StepName[]): Promise<CreatorQuote> {
@@ -22,13 +23,16 @@ export async function creatorQuote(chain: ChainBackend, plan: LaunchPlan, steps:
   const nonceCount = costs.transactions + 1;
   const rent = await chain.getMinimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH);
   const nonceRent = BigInt(nonceCount * rent);
-  const extraFee = BigInt(2 * estimateFee(chain.fees, 1)); // the setup and the rent return, each signed by the creator alone
+  // The setups (as many as the nonce accounts need) and the rent return, each signed by the creator alone.
+  const setups = buildSetups(chain, { creator, nonces: await nonceAccounts(creator, nonceSeedOf('quote'), nonceCount), rentLamports: 0, blockhash: PublicKey.default.toBase58(), lastValidBlockHeight: 0 }).length;
+  const extra = setups + 1;
+  const extraFee = BigInt(extra * estimateFee(chain.fees, 1));
   const withNonces = {
     ...costs,
-    transactions: costs.transactions + 2,
-    signatures: costs.signatures + 2,
-    feeLamports: costs.feeLamports + 2n * 5000n,
-    priorityFeeLamports: costs.priorityFeeLamports + extraFee - 2n * 5000n,
+    transactions: costs.transactions + extra,
+    signatures: costs.signatures + extra,
+    feeLamports: costs.feeLamports + BigInt(extra) * 5000n,
+    priorityFeeLamports: costs.priorityFeeLamports + extraFee - BigInt(extra) * 5000n,
     rentLamports: costs.rentLamports + nonceRent,
     totalLamports: costs.totalLamports + nonceRent + extraFee,
   };

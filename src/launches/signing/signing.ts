@@ -16,8 +16,8 @@ import { stepsFor } from '../steps.js';
 import { findLaunch } from '../store.js';
 import { parseJson } from '../../lib/json.js';
 import { createPollLoop } from '../../lib/pollLoop.js';
-import { assemble, buildNonced, buildSetup, captureLaunch, CLOSE_NONCES, closeNoncesInstructions, nonceAccounts, nonceSeedOf, SETUP, type PlannedTx } from './plan.js';
-import { findSetupsToAdvance, findSigning, hasSetupRound, findSigningTxs, insertSigning, insertSigningTxs, movePhase, replaceSetup, storeSignature, type NewSigningTx } from './store.js';
+import { assemble, buildNonced, buildSetups, captureLaunch, CLOSE_NONCES, closeNoncesInstructions, nonceAccounts, nonceSeedOf, SETUP, type PlannedTx } from './plan.js';
+import { findSetupsToAdvance, findSigning, hasSetupRound, findSigningTxs, insertSigning, insertSigningTxs, movePhase, replaceSetups, storeSignature, type NewSigningTx } from './store.js';
 import { verifySignature } from './verify.js';
 import { creatorQuote } from './quote.js';
 
@@ -47,7 +47,8 @@ export interface PreparedSigning {
   creator: string;
   nonceSeed: string;
   nonceCount: number;
-  setup: NewSigningTx;
+  /** The setup transactions (one or more: as many nonce accounts in each as fit). */
+  setups: NewSigningTx[];
   setupExpiresAt: number;
 }
 
@@ -74,12 +75,16 @@ export function createSigning(deps: SigningDeps) {
     return clock.now() + Math.max(0, lastValidBlockHeight - (await chain.getBlockHeight())) * SLOT_MS;
   }
 
-  async function freshSetup(creator: PublicKey, nonceSeed: string, nonceCount: number): Promise<{ tx: NewSigningTx; expiresAt: number }> {
-    const nonces = await nonceAccounts(creator, nonceSeed, nonceCount);
+  /** Setup transactions for these nonce accounts on a recent blockhash, numbered from `indexes` (then on past `next`). */
+  async function freshSetups(creator: PublicKey, nonces: Array<{ address: PublicKey; seed: string }>, indexes: number[], next: number): Promise<{ txs: NewSigningTx[]; expiresAt: number }> {
     const blockhash = await chain.getLatestBlockhash();
-    const built = buildSetup(chain, { creator, nonces, rentLamports: await nonceRent(), ...blockhash });
+    const built = buildSetups(chain, { creator, nonces, rentLamports: await nonceRent(), ...blockhash });
+    const free = [...indexes].sort((a, b) => a - b);
     return {
-      tx: { idx: 0, step: SETUP, label: SETUP, message: built.message, signers: [creator.toBase58()], serviceSignatures: {}, lastValidBlockHeight: blockhash.lastValidBlockHeight },
+      txs: built.map((b, i) => {
+        const idx = free.shift() ?? next + i;
+        return { idx, step: SETUP, label: i === 0 ? SETUP : `${SETUP}_${i + 1}`, message: b.message, signers: [creator.toBase58()], serviceSignatures: {}, lastValidBlockHeight: blockhash.lastValidBlockHeight };
+      }),
       expiresAt: await expiryOf(blockhash.lastValidBlockHeight),
     };
   }
@@ -89,8 +94,9 @@ export function createSigning(deps: SigningDeps) {
     const planned = await capture(launchId, plan, steps);
     const nonceSeed = nonceSeedOf(launchId);
     const nonceCount = planned.length + 1;
-    const setup = await freshSetup(new PublicKey(plan.creator), nonceSeed, nonceCount);
-    return { creator: plan.creator, nonceSeed, nonceCount, setup: setup.tx, setupExpiresAt: setup.expiresAt };
+    const creator = new PublicKey(plan.creator);
+    const setup = await freshSetups(creator, await nonceAccounts(creator, nonceSeed, nonceCount), [], 0);
+    return { creator: plan.creator, nonceSeed, nonceCount, setups: setup.txs, setupExpiresAt: setup.expiresAt };
   }
 
   /** The nonces of the launch's accounts, when the setup landed (every account holds one). */
@@ -103,6 +109,8 @@ export function createSigning(deps: SigningDeps) {
 
   /** Builds and offers every transaction of the launch on the landed nonces (once, across instances). */
   async function offerLaunch(launch: LaunchRow, signing: SigningRow, nonces: Array<{ address: PublicKey; nonce: string }>): Promise<void> {
+    // The launch's transactions come after the setups (numbered 0 on).
+    const first = Math.max(...(await findSigningTxs(db, launch.id)).filter((t) => t.step === SETUP).map((t) => t.idx)) + 1;
     const creator = new PublicKey(signing.creator);
     const request = parseJson<Record<string, unknown>>(launch.request, {});
     const planned = await capture(launch.id, planFromRequest(launch.id, request), stepsFor(request as Parameters<typeof stepsFor>[0]));
@@ -111,12 +119,12 @@ export function createSigning(deps: SigningDeps) {
     const txs: NewSigningTx[] = planned.map((p, i) => {
       const nonce = nonces[i]!;
       const built = buildNonced(chain, { creator, nonceAccount: nonce.address, nonce: nonce.nonce, instructions: p.instructions, signers: p.signers });
-      return { idx: i + 1, step: p.step, label: p.label, message: built.message, signers: [signing.creator], serviceSignatures: built.serviceSignatures, nonceAccount: nonce.address.toBase58(), nonce: nonce.nonce };
+      return { idx: first + i, step: p.step, label: p.label, message: built.message, signers: [signing.creator], serviceSignatures: built.serviceSignatures, nonceAccount: nonce.address.toBase58(), nonce: nonce.nonce };
     });
     const last = nonces[nonces.length - 1]!;
     const others = nonces.slice(0, -1).map((n) => n.address);
     const close = buildNonced(chain, { creator, nonceAccount: last.address, nonce: last.nonce, instructions: closeNoncesInstructions(creator, others, rent), signers: [] });
-    txs.push({ idx: planned.length + 1, step: CLOSE_NONCES, label: CLOSE_NONCES, message: close.message, signers: [signing.creator], serviceSignatures: {}, nonceAccount: last.address.toBase58(), nonce: last.nonce });
+    txs.push({ idx: first + planned.length, step: CLOSE_NONCES, label: CLOSE_NONCES, message: close.message, signers: [signing.creator], serviceSignatures: {}, nonceAccount: last.address.toBase58(), nonce: last.nonce });
     let handoff = newHandoff();
     await db.transaction().execute(async (trx) => {
       handoff = newHandoff();
@@ -129,40 +137,54 @@ export function createSigning(deps: SigningDeps) {
   }
 
   /**
-   * Moves a launch in its setup round on: a signed setup is sent (again, while its blockhash is
-   * valid); a landed setup gets the launch's transactions offered; an expired or failed one is
-   * replaced by a fresh setup. Safe to run from any request on any instance, any number of times.
+   * Moves a launch in its setup round on: each signed setup is sent (again, while its blockhash is
+   * valid); once every nonce account is there the launch's transactions are offered; setups that
+   * expired or failed are replaced by fresh ones for the nonce accounts still missing. Safe to run
+   * from any request on any instance, any number of times.
    */
   async function advance(launch: LaunchRow, signing: SigningRow): Promise<void> {
     if (launch.status !== 'awaiting_signatures' || signing.phase !== 'setup') return;
     const creator = new PublicKey(signing.creator);
     const landed = await landedNonces(creator, signing);
     if (landed) return offerLaunch(launch, signing, landed);
-    const setup = (await findSigningTxs(db, launch.id)).find((t) => t.idx === 0);
-    if (!setup) return;
-    const valid = (await chain.getBlockHeight()) <= (setup.last_valid_block_height ?? 0);
-    if (setup.signature !== null) {
+    const setups = (await findSigningTxs(db, launch.id)).filter((t) => t.step === SETUP);
+    if (setups.length === 0) return;
+    // One blockhash for all of a round's setups.
+    const valid = (await chain.getBlockHeight()) <= (setups[0]!.last_valid_block_height ?? 0);
+    let stale = !valid;
+    const done = new Set<number>();
+    for (const setup of setups) {
+      if (setup.signature === null) continue;
       const status = await chain.getSignatureStatus(setup.signature);
-      if (status && !status.err) return; // landed; its accounts show on the next read
-      if (!status && valid) {
-        const { serialized } = assemble(Buffer.from(setup.message, 'base64'), { [signing.creator]: setup.signature });
-        try {
-          await chain.sendRawTransaction(serialized);
-          await chain.confirmTransaction(setup.signature, setup.last_valid_block_height ?? 0, 'confirmed', { rebroadcast: serialized });
-        } catch (error) {
-          log.warn({ err: error, launchId: launch.id }, 'setup transaction not landed yet');
-          return;
-        }
-        const now = await landedNonces(creator, signing);
-        if (now) return offerLaunch(launch, signing, now);
-        return;
+      if (status && !status.err) {
+        done.add(setup.idx);
+        continue;
       }
-      if (status?.err) log.warn({ launchId: launch.id, err: status.err }, 'setup transaction failed on chain; a fresh one is offered');
-    } else if (valid) {
-      return;
+      if (status?.err) {
+        log.warn({ launchId: launch.id, err: status.err, setup: setup.idx }, 'setup transaction failed on chain; a fresh one is offered');
+        stale = true;
+        continue;
+      }
+      if (!valid) continue;
+      const { serialized } = assemble(Buffer.from(setup.message, 'base64'), { [signing.creator]: setup.signature });
+      try {
+        await chain.sendRawTransaction(serialized);
+        await chain.confirmTransaction(setup.signature, setup.last_valid_block_height ?? 0, 'confirmed', { rebroadcast: serialized });
+        done.add(setup.idx);
+      } catch (error) {
+        log.warn({ err: error, launchId: launch.id, setup: setup.idx }, 'setup transaction not landed yet');
+      }
     }
-    const fresh = await freshSetup(creator, signing.nonce_seed, signing.nonce_count);
-    await replaceSetup(db, { launchId: launch.id, oldMessage: setup.message, message: fresh.tx.message, lastValidBlockHeight: fresh.tx.lastValidBlockHeight!, now: clock.now() });
+    const now = await landedNonces(creator, signing);
+    if (now) return offerLaunch(launch, signing, now);
+    if (!stale) return;
+    // Fresh setups for the nonce accounts not on chain, in place of every setup that did not land.
+    const accounts = await nonceAccounts(creator, signing.nonce_seed, signing.nonce_count);
+    const missing = [];
+    for (const account of accounts) if (!(await chain.getAccountInfo(account.address))) missing.push(account);
+    const old = setups.filter((t) => !done.has(t.idx));
+    const fresh = await freshSetups(creator, missing, old.map((t) => t.idx), Math.max(...setups.map((t) => t.idx)) + 1);
+    await replaceSetups(db, { launchId: launch.id, old: old.map((t) => ({ idx: t.idx, message: t.message })), fresh: fresh.txs, now: clock.now() });
   }
 
   async function load(launchId: string, owner: string | undefined): Promise<{ launch: LaunchRow; signing: SigningRow }> {
@@ -205,7 +227,7 @@ export function createSigning(deps: SigningDeps) {
   async function present(launch: LaunchRow, signing: SigningRow, rows: SigningTxRow[]): Promise<Record<string, unknown>> {
     const error = parseJson<{ code?: string } | null>(launch.error, null);
     const status = launch.status === 'awaiting_signatures' ? 'awaiting_signatures' : error?.code === 'signature_timeout' ? 'expired' : 'signed';
-    const setup = rows.find((r) => r.idx === 0);
+    const setup = rows.find((r) => r.step === SETUP);
     const expiresAt = signing.phase === 'setup' && setup ? await expiryOf(setup.last_valid_block_height ?? 0) : signing.deadline_at;
     return {
       status,
@@ -240,7 +262,7 @@ export function createSigning(deps: SigningDeps) {
         if (!(await storeSignature(trx, { launchId: launch.id, idx: row.idx, message: row.message, signature, now }))) {
           throw new ConflictError(`Transaction ${row.idx} changed while it was being signed (a fresh setup was offered); GET the signing request and sign again`);
         }
-        if (row.idx === 0) setupSigned = true;
+        if (row.step === SETUP) setupSigned = true;
       }
       await queueWhenSigned(trx, launch, now, handoff);
     });
@@ -288,7 +310,7 @@ export function createSigning(deps: SigningDeps) {
     quote: (plan: LaunchPlan, steps: readonly StepName[]) => creatorQuote(chain, plan, steps),
     /** Inside the launch's own transaction: its signing state and setup. */
     insert: (trx: DbOrTx, launchId: string, prepared: PreparedSigning, now: number) =>
-      insertSigning(trx, { launchId, creator: prepared.creator, nonceSeed: prepared.nonceSeed, nonceCount: prepared.nonceCount, deadlineAt: now + deps.deadlineMs, now, setup: prepared.setup }),
+      insertSigning(trx, { launchId, creator: prepared.creator, nonceSeed: prepared.nonceSeed, nonceCount: prepared.nonceCount, deadlineAt: now + deps.deadlineMs, now, setups: prepared.setups }),
     deadlineMs: deps.deadlineMs,
     request,
     submit,

@@ -1,4 +1,4 @@
-import type { DbOrTx } from '../../db/database.js';
+import type { Db, DbOrTx } from '../../db/database.js';
 import type { SigningRow, SigningTxRow } from '../../db/schema.js';
 
 /** A transaction row to insert: message base64, signers and derived keys' signatures as JSON. */
@@ -14,13 +14,13 @@ export interface NewSigningTx {
   lastValidBlockHeight?: number | undefined;
 }
 
-/** Inserts a creator-signed launch's signing state with its setup transaction. */
-export async function insertSigning(trx: DbOrTx, args: { launchId: string; creator: string; nonceSeed: string; nonceCount: number; deadlineAt: number; now: number; setup: NewSigningTx }): Promise<void> {
+/** Inserts a creator-signed launch's signing state with its setup transactions. */
+export async function insertSigning(trx: DbOrTx, args: { launchId: string; creator: string; nonceSeed: string; nonceCount: number; deadlineAt: number; now: number; setups: NewSigningTx[] }): Promise<void> {
   await trx
     .insertInto('launch_signing')
     .values({ launch_id: args.launchId, creator: args.creator, phase: 'setup', nonce_seed: args.nonceSeed, nonce_count: args.nonceCount, deadline_at: args.deadlineAt, created_at: args.now, updated_at: args.now })
     .execute();
-  await insertSigningTxs(trx, args.launchId, [args.setup], args.now);
+  await insertSigningTxs(trx, args.launchId, args.setups, args.now);
 }
 
 export async function insertSigningTxs(trx: DbOrTx, launchId: string, txs: NewSigningTx[], now: number): Promise<void> {
@@ -74,17 +74,25 @@ export async function storeSignature(trx: DbOrTx, args: { launchId: string; idx:
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** Offers a fresh setup in place of one whose blockhash expired unlanded (its signature, if any, cleared). */
-export async function replaceSetup(trx: DbOrTx, args: { launchId: string; oldMessage: string; message: Buffer; lastValidBlockHeight: number; now: number }): Promise<boolean> {
-  const r = await trx
-    .updateTable('launch_signing_txs')
-    .set({ message: args.message.toString('base64'), last_valid_block_height: args.lastValidBlockHeight, signature: null, signed_at: null, created_at: args.now })
-    .where('launch_id', '=', args.launchId)
-    .where('idx', '=', 0)
-    .where('message', '=', args.oldMessage)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
+/**
+ * Offers fresh setups in place of those that expired or failed unlanded (their signatures gone
+ * with them), only if those are still exactly as read: another request may have replaced them.
+ */
+export async function replaceSetups(db: Db, args: { launchId: string; old: Array<{ idx: number; message: string }>; fresh: NewSigningTx[]; now: number }): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    for (const { idx, message } of args.old) {
+      const r = await trx.deleteFrom('launch_signing_txs').where('launch_id', '=', args.launchId).where('idx', '=', idx).where('message', '=', message).executeTakeFirst();
+      if (Number(r.numDeletedRows) !== 1) throw new SetupsMoved();
+    }
+    await insertSigningTxs(trx, args.launchId, args.fresh, args.now);
+    return true;
+  }).catch((error: unknown) => {
+    if (error instanceof SetupsMoved) return false;
+    throw error;
+  });
 }
+
+class SetupsMoved extends Error {}
 
 /** Whether any launch is in its setup round (the signing loop reads the chain only then). */
 export async function hasSetupRound(db: DbOrTx): Promise<boolean> {
@@ -94,14 +102,15 @@ export async function hasSetupRound(db: DbOrTx): Promise<boolean> {
 /**
  * Launches waiting in their setup round with something to do, oldest first (the signing loop's
  * work): a signed setup (to send, or to see landed), or an unsigned one whose blockhash expired
- * below `height` (to be offered fresh). An unsigned setup still valid waits for the creator.
+ * below `height` (to be offered fresh). Unsigned setups still valid wait for the creator.
  */
 export function findSetupsToAdvance(db: DbOrTx, args: { height: number; limit: number }): Promise<Array<{ launch_id: string }>> {
   return db
     .selectFrom('launch_signing as s')
-    .innerJoin('launch_signing_txs as t', (join) => join.onRef('t.launch_id', '=', 's.launch_id').on('t.idx', '=', 0))
+    .innerJoin('launch_signing_txs as t', (join) => join.onRef('t.launch_id', '=', 's.launch_id').on('t.step', '=', 'setup'))
     .innerJoin('launches as l', 'l.id', 's.launch_id')
-    .select('s.launch_id')
+    .select(['s.launch_id', 's.created_at'])
+    .distinct()
     .where('s.phase', '=', 'setup')
     .where('l.status', '=', 'awaiting_signatures')
     .where((eb) => eb.or([eb('t.signature', 'is not', null), eb('t.last_valid_block_height', '<', args.height)]))
