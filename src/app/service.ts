@@ -28,7 +28,7 @@ import { createFeeClaims, type FeeClaims } from '../fees/feeClaims.js';
 import { AutoClaimer, insertAutoClaimFor } from '../fees/autoClaim.js';
 import { insertCurveMigrationFor } from '../watcher/graduation/launch.js';
 import { createSigning, type Signing } from '../launches/signing/signing.js';
-import { withCreatorSigning } from '../launches/signing/signedStepRunner.js';
+import { returnNonceRent, withCreatorSigning } from '../launches/signing/signedStepRunner.js';
 import type { StepRunner } from '../launches/stepPort.js';
 import { LaunchRunner } from '../launches/runner.js';
 import { requeueFailedLaunch } from '../launches/requeueLaunch.js';
@@ -219,6 +219,8 @@ export async function createService(
         withCreatorSigning({ chain, signing }, chainThread?.runStep ?? createChainStepRunner({ chain, secretKey: config.secretKey, executors: stepExecutorsFor() })),
       ),
       finalize: (signatures) => finalizeAll(chain, signatures),
+      // A creator-signed launch that fails gives its nonce accounts' rent back first (docs/signing.md).
+      beforeFail: returnNonceRent({ chain, signing, logger: logger.child({ component: 'signing' }) }),
       // A completed launch gets its watches in the same transaction (docs/watcher.md).
       onComplete: async (trx, launchId, results, now) => {
         await insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs });

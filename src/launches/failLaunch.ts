@@ -8,13 +8,16 @@ import { failStep, updateLeasedLaunchOrThrow, type LaunchLease } from './runStor
 
 /**
  * Fails a launch at a step: the step and launch rows, `launch.failed` with `partialResults`, and a
- * dead letter for review, all in one transaction.
+ * dead letter for review, all in one transaction. `beforeFail` runs first (a creator-signed
+ * launch's nonce rent goes back, docs/signing.md); if it throws, nothing is failed and the run is
+ * retried, which reaches the same failure again.
  */
 export async function failLaunch(
-  deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; lease: LaunchLease; funding?: Pick<Funding, 'release' | 'recordSpends'> | undefined },
+  deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; lease: LaunchLease; funding?: Pick<Funding, 'release' | 'recordSpends'> | undefined; beforeFail?: ((launch: LaunchRow) => Promise<void>) | undefined },
   failure: { step: string; code: string; message: string; results: Record<string, unknown>; deadLetter?: boolean; spent?: ReadonlyArray<{ signature: string; lamports: number }> },
 ): Promise<void> {
   const { launch } = deps;
+  await deps.beforeFail?.(launch);
   const error = { code: failure.code, message: failure.message, step: failure.step };
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now();

@@ -56,6 +56,11 @@ export interface LaunchRunDeps {
   backoff?: TransientBackoff;
   /** The owners' funding wallets (docs/funding.md): who pays, what each step spent, the release at the end. */
   funding?: Pick<Funding, 'payerFor' | 'recordSpends' | 'release'> | undefined;
+  /**
+   * Runs before a launch is failed, outside its transaction: a creator-signed launch's nonce rent
+   * goes back (docs/signing.md). A throw leaves the launch unfailed, to be run again.
+   */
+  beforeFail?: ((launch: LaunchRow) => Promise<void>) | undefined;
 }
 
 interface RunArgs extends LaunchRunDeps {

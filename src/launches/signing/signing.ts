@@ -252,6 +252,14 @@ export function createSigning(deps: SigningDeps) {
       }
       return { row, signature };
     });
+    // The rent return comes first (docs/signing.md): once any launch transaction is signed, the
+    // transaction that gives the nonce accounts' rent back on a failure or timeout is signed too.
+    const close = rows.find((r) => r.step === CLOSE_NONCES);
+    if (close && close.signature === null && verified.length > 0 && !verified.some((v) => v.row.idx === close.idx)) {
+      throw new InvalidInputError(`Sign close_nonces (transaction ${close.idx}) with the first of the launch's transactions: it returns the nonce accounts' rent should the launch fail or time out; nothing was stored`, {
+        fields: [{ field: 'signatures', message: `must include transaction ${close.idx} (close_nonces) until it is signed` }],
+      });
+    }
     let handoff = newHandoff();
     let setupSigned = false;
     await db.transaction().execute(async (trx) => {
@@ -304,8 +312,18 @@ export function createSigning(deps: SigningDeps) {
     return { payer: signing.creator, transactions };
   }
 
+  /** The signed `close_nonces` transaction of a launch, in any phase; undefined until the creator signed it. */
+  async function signedClose(launchId: string): Promise<{ signature: string; serialized: string; nonceAccount: string; nonce: string } | undefined> {
+    const signing = await findSigning(db, launchId);
+    const row = (await findSigningTxs(db, launchId)).find((r) => r.step === CLOSE_NONCES);
+    if (!signing || row?.signature == null || row.nonce_account === null || row.nonce === null) return undefined;
+    const { serialized, signature } = assemble(Buffer.from(row.message, 'base64'), { ...parseJson<Record<string, string>>(row.service_signatures, {}), [signing.creator]: row.signature });
+    return { signature, serialized: serialized.toString('base64'), nonceAccount: row.nonce_account, nonce: row.nonce };
+  }
+
   return {
     prepare,
+    signedClose,
     /** `POST /api/launches/quote` with `signing: "creator"`: the creator's costs and balance; nothing reserved. */
     quote: (plan: LaunchPlan, steps: readonly StepName[]) => creatorQuote(chain, plan, steps),
     /** Inside the launch's own transaction: its signing state and setup. */
