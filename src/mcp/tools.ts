@@ -116,7 +116,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'submit_signatures',
     description:
-      "The creator's signatures of a creator-signed launch's transactions (POST /api/launches/{id}/signatures): each verified before any is stored; a wrong one is invalid_signature naming its index. Once all are signed the launch is queued.",
+      "The creator's signatures of a creator-signed launch's transactions (POST /api/launches/{id}/signatures): each verified before any is stored; a wrong one is invalid_signature naming its index. In the launch round, include close_nonces (the rent return) in the first call. Once all are signed the launch is queued.",
     inputSchema: {
       launchId: id('launch'),
       signatures: z
