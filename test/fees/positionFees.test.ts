@@ -212,4 +212,38 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a graduated curve's DAMM
     expect(events.filter((e) => e.source === 'amm-position')).toHaveLength(1);
     expect(events.filter((e) => e.source === 'amm-position')[0].amounts[WSOL]).toBe(positionSol.toString());
   }, 240_000);
+  it("a position claim interrupted after its payment was recorded and before it was sent is finished by the next request with the key: the recorded payment goes out, the recipient is paid once", async () => {
+    const key = await t.key('crash', ['launches:write', 'launches:read']);
+    const creator = Keypair.generate().publicKey;
+    const g = await graduatedLaunch(t, key, curveBody({ creator: creator.toBase58() }));
+    // The curve's own fee first, so the interrupted claim has the position alone.
+    expect((await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, json: {} })).status).toBe(200);
+    const amm = dammTrader(t.service.chain);
+    await amm.swap(g.trader, g.ammPool, 'sell', (await amm.tokenBalance(g.trader.publicKey, g.ammPool)) / 3n);
+    const before = BigInt(await t.service.chain.getBalance(creator));
+
+    // A process that dies once the payment is recorded: the claim landed, the SOL waits in the claim's account.
+    const dying = t.service.fees.withBeforeSend(async (row) => {
+      const recorded = (await t.service.db.selectFrom('fee_claims' as never).select(['pending' as never]).where('id' as never, '=', row.id as never).executeTakeFirstOrThrow()) as { pending: string };
+      if (Object.keys(JSON.parse(recorded.pending)).some((label) => label.startsWith('payment:'))) throw new Error('killed before the payment was sent');
+    });
+    await expect(dying.claim('crash', g.id, { idempotencyKey: 'crash-amm' })).rejects.toThrow();
+    const row = (await t.service.db.selectFrom('fee_claims' as never).selectAll().where('idempotency_key' as never, '=', 'crash-amm' as never).executeTakeFirstOrThrow()) as any;
+    expect(row.state).toBe('running');
+    const pending = JSON.parse(row.pending);
+    expect(Object.keys(pending).sort()).toEqual([`amm-position:${g.position.toBase58()}`, `payment:${g.position.toBase58()}`]);
+    expect(BigInt(await t.service.chain.getBalance(creator))).toBe(before);
+
+    const resumed = await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'crash-amm' } });
+    expect(resumed.status).toBe(200);
+    const claim = ((await resumed.json()) as any).claim;
+    expect(claim.signatures).toEqual([pending[`amm-position:${g.position.toBase58()}`].signature, pending[`payment:${g.position.toBase58()}`].signature]);
+    const paid = BigInt(claim.amounts[WSOL]);
+    expect(paid > 0n).toBe(true);
+    expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(paid);
+    const again = await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'crash-amm' } });
+    expect(((await again.json()) as any).claim).toEqual(claim);
+    expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(paid);
+    expect(await t.service.db.selectFrom('outbox_events').select('id').where('launch_id', '=', g.id).where('event', '=', 'fees.claimed').execute()).toHaveLength(2);
+  }, 180_000);
 });
