@@ -156,7 +156,9 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a graduated curve's DAMM
     await t.service.chain.requestAirdrop!(trader.publicKey, 200_000_000_000n);
     const outside = outsideTrader(t.service.chain);
 
-    // Two more auto-claim jobs besides the service's, as other instances would run; every round makes every check due at once.
+    // The service's job turns only when a round runs it (its own loop stopped, so no check runs unawaited); two more jobs
+    // besides it, as other instances would run; every round makes every check due at once.
+    await t.service.autoClaimer.stop();
     const jobs = [0, 1].map(() => new AutoClaimer({ db: t.service.db, clock: systemClock, logger: silentLogger(), fees: t.service.fees, intervalMs: 3_600_000 }));
     const autoClaims = async () => (await t.service.db.selectFrom('fee_claims' as never).selectAll().where('launch_id' as never, '=', id as never).where('origin' as never, '=', 'auto' as never).execute()).filter((r: any) => r.state === 'done' && JSON.parse(r.signatures).length > 0) as any[];
     const round = async () => {
