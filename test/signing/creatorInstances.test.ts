@@ -118,9 +118,10 @@ describe.skipIf(!onPostgres)('a creator-signed launch on two instances', () => {
     const offered = rounds[0]!.transactions.filter((tx) => !tx.signed);
     expect(offered.map((tx) => tx.step)).toEqual(['create_mint', 'distribute_supply', 'close_nonces']);
 
-    // The first signature through instance 0, the rest through instance 1, which queues the launch and is killed at once.
-    expect((await call(0, 'POST', `/api/launches/${id}/signatures`, { signatures: [sign(offered[0]!)] })).body.signing.status).toBe('awaiting_signatures');
-    const last = await call(1, 'POST', `/api/launches/${id}/signatures`, { signatures: offered.slice(1).map(sign) });
+    // The first signature (close_nonces, the rent return, which the launch round takes first) through
+    // instance 0, the rest through instance 1, which queues the launch and is killed at once.
+    expect((await call(0, 'POST', `/api/launches/${id}/signatures`, { signatures: [sign(offered[2]!)] })).body.signing.status).toBe('awaiting_signatures');
+    const last = await call(1, 'POST', `/api/launches/${id}/signatures`, { signatures: offered.slice(0, 2).map(sign) });
     expect(last.body.signing.status).toBe('signed');
     expect(await services[1]!.kill('SIGKILL')).toBe('SIGKILL');
 
