@@ -159,7 +159,7 @@ export async function signLaunch(service: string, apiKey: string, launchId: stri
     return ((await res.json()) as { signing: SigningRequest }).signing;
   };
   let request = await call('GET', '/signing');
-  for (let round = 0; round < 3 && request.status === 'awaiting_signatures'; round += 1) {
+  for (let round = 0; round < 5 && request.status === 'awaiting_signatures'; round += 1) {
     const unsigned = request.transactions.filter((tx) => !tx.signed);
     if (unsigned.length === 0) break;
     const signatures = unsigned.map((tx) => {
@@ -173,7 +173,15 @@ export async function signLaunch(service: string, apiKey: string, launchId: stri
       log(`signed ${tx.index} ${tx.step}`);
       return { index: tx.index, signature: bs58.encode(signature) };
     });
-    request = await call('POST', '/signatures', { signatures });
+    try {
+      request = await call('POST', '/signatures', { signatures });
+    } catch (error) {
+      // A setup past its blockhash (signed too slowly): the service offers a fresh one within seconds.
+      if (!(error instanceof Error) || !error.message.includes('"setup_expired"')) throw error;
+      log('the setup expired before it was sent; signing the fresh one');
+      await new Promise((done) => setTimeout(done, 2_500));
+      request = await call('GET', '/signing');
+    }
   }
   return request;
 }

@@ -44,6 +44,8 @@ export interface WebhookRouteDeps {
   testSecret: string;
   /** Requeues a failed launch inside the dead-letter retry's transaction. */
   requeueLaunch(trx: Tx, deadLetter: DeadLetterRow): Promise<void>;
+  /** Refuses a launch retry that cannot succeed (a ConflictError), before anything changes. */
+  checkLaunchRetry?(deadLetter: DeadLetterRow): Promise<void>;
   /** Wakes the launch runner after a launch retry commits. */
   wakeRunner(): void;
   /** Per-owner bounds (default: DEFAULT_OWNER_LIMITS). */
@@ -64,6 +66,7 @@ export function webhookRoutes(deps: WebhookRouteDeps): RouteList {
         db,
         clock,
         requeueLaunch: deps.requeueLaunch,
+        checkLaunchRetry: deps.checkLaunchRetry,
         redeliver: async (trx, dl) =>
           void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, deliveryId: dl.delivery_id }, limits.redeliveries)),
         wake: (kind) => {

@@ -338,6 +338,7 @@ export async function createService(
         db,
         clock,
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
+        checkLaunchRetry: (deadLetter) => signing.assertRetryable(deadLetter.launch_id),
         redeliver: async (trx, dl) =>
           void (await redeliverEvent(trx, clock, { eventId: dl.event_id, launchId: dl.launch_id, deliveryId: dl.delivery_id }, config.ownerLimits.redeliveries)),
         wake: (kind) => {
@@ -373,6 +374,7 @@ export async function createService(
         operatorFee: config.funding.operatorFee,
         signing,
         requeueLaunch: (trx, deadLetter) => requeueFailedLaunch(trx, clock, deadLetter),
+        checkLaunchRetry: (deadLetter) => signing.assertRetryable(deadLetter.launch_id),
         wakeRunner: wakeLaunches,
         ownerLimits: config.ownerLimits,
         eventStreamLimits: { ...config.eventStreams, perAddress: config.http.maxConnectionsPerClient },

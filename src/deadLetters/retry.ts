@@ -9,6 +9,8 @@ export interface DeadLetterRetryDeps {
   clock: Clock;
   /** Puts the failed launch back in the queue inside `trx`; throws a ConflictError when it is not failed. */
   requeueLaunch(trx: Tx, deadLetter: DeadLetterRow): Promise<void>;
+  /** Before a launch retry: throws a ConflictError when the launch can never succeed again (a creator-signed launch whose nonce accounts were closed). */
+  checkLaunchRetry?(deadLetter: DeadLetterRow): Promise<void>;
   /** Queues a fresh attempt series of the dead letter's event inside `trx`. */
   redeliver(trx: Tx, deadLetter: DeadLetterRow & { event_id: string }): Promise<void>;
   /** Called after a retry commits, so the runner or the dispatcher picks the work up at once. */
@@ -31,6 +33,7 @@ export async function retryDeadLetter(deps: DeadLetterRetryDeps, dl: DeadLetterR
     throw new ConflictError(`Dead letter ${dl.id} records a transaction its watch could not decode and skipped; there is nothing to retry: resolve it once reviewed`);
   }
   if (dl.kind === 'delivery' && eventId === null) throw new ConflictError(`Dead letter ${dl.id} names no event to redeliver`);
+  if (dl.kind === 'launch') await deps.checkLaunchRetry?.(dl);
   await deps.db.transaction().execute(async (trx) => {
     // Claiming the dead letter first makes two concurrent retries queue one requeue, not two.
     if (!(await markDeadLetterRetried(trx, dl.id, deps.clock.now()))) throw conflictNotOpen({ id: dl.id, status: 'retried' });

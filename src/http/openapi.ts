@@ -159,7 +159,7 @@ export function buildOpenApi(version: string): Json {
           },
           responses: {
             200: json({ type: 'object', properties: { signing: ref('SigningRequest') } }, 'Stored; the signing request as it is now (after the setup: the launch’s transactions)'),
-            409: json(ref('Error'), 'the launch takes no signatures (not awaiting them, or past its deadline), or the setup was re-offered meanwhile'),
+            409: json(ref('Error'), 'the launch takes no signatures (not awaiting them, or past its deadline), the setup was re-offered meanwhile, or setup_expired: a setup signed after its blockhash expired (details.index; nothing stored, sign the fresh one)'),
             400: json(ref('Error'), 'invalid_request: a malformed body, an unknown index, or a launch-round request without close_nonces while it is unsigned (the rent return is signed first); nothing was stored'),
             422: json(ref('Error'), 'invalid_signature: details.index names the transaction; nothing was stored'),
             ...errors(401, 403, 404),

@@ -81,6 +81,21 @@ describe('the nonce accounts’ rent after a creator-signed launch ends badly', 
     expect(returned).toBeGreaterThan((nonces.length - 1) * rent - 20_000);
     const mintTx = launch.steps.find((s) => s.name === 'create_mint')!.transactions[0]!.signature;
     expect((await balance(creator.address)) - before).toBe((await payerDelta(mintTx)) + returned);
+
+    // Its dead letter cannot be retried: every signed transaction left needs a nonce account that is
+    // gone. 409 nonce_rent_returned, and nothing changes (the launch failed, the dead letter open).
+    const admin = await t.key('ops', ['admin']);
+    const deadLetters = await t.service.db.selectFrom('dead_letters').selectAll().where('launch_id', '=', id).execute();
+    expect(deadLetters.map((d) => [d.kind, d.status])).toEqual([['launch', 'open']]);
+    const events = async () => (await t!.service.db.selectFrom('outbox_events').select('event').where('launch_id', '=', id).execute()).map((e) => e.event);
+    const eventsBefore = await events();
+    const retry = await t.request(`/api/dead-letters/${deadLetters[0]!.id}/retry`, { method: 'POST', key: admin });
+    expect(retry.status).toBe(409);
+    expect(((await retry.json()) as { error: { code: string; details: unknown } }).error).toMatchObject({ code: 'nonce_rent_returned', details: { launchId: id, closeNonces: close } });
+    expect((await t.service.db.selectFrom('dead_letters').select('status').where('launch_id', '=', id).execute()).map((d) => d.status)).toEqual(['open']);
+    expect((await t.service.db.selectFrom('launches').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status).toBe('failed');
+    expect(await events()).toEqual(eventsBefore);
+    expect(await t.service.runner.drain()).toBe(0);
   });
 
   it('comes back when the launch times out after its setup landed, and close_nonces is signed first', async () => {

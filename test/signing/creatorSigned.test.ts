@@ -171,6 +171,29 @@ describe('creator signatures', () => {
     expect((await t.request(`/api/launches/${serviceSigned}/signing`, { key })).status).toBe(404);
   });
 
+  it('refuses a setup signed after its blockhash expired with 409 setup_expired, storing and sending nothing', async () => {
+    const clock = manualClock(Date.now());
+    t = await startTestService({ clock });
+    const key = await t.key('acme', [...WRITE]);
+    const creator = creatorWallet();
+    await t.service.chain.requestAirdrop!(new PublicKey(creator.address), BigInt(SOL));
+    const id = await t.createLaunch(key, launchBody({ creator: creator.address, signing: 'creator' }));
+    const offered = (await signingOf(t, key, id)).transactions[0]!;
+    const rows = () => t!.service.db.selectFrom('launch_signing_txs').selectAll().where('launch_id', '=', id).orderBy('idx').execute();
+    const before = await rows();
+
+    clock.advance(61_000); // past the setup's blockhash (150 blocks)
+    const late = await t.request(`/api/launches/${id}/signatures`, { method: 'POST', key, json: { signatures: [{ index: offered.index, signature: creator.sign(Buffer.from(offered.message, 'base64')) }] } });
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as { error: { code: string; details: unknown } }).error).toMatchObject({ code: 'setup_expired', details: { index: offered.index } });
+    expect(await rows()).toEqual(before);
+    expect(await t.service.chain.getBalance(new PublicKey(creator.address))).toBe(SOL);
+
+    // The fresh setup the loop offers in its place takes the creator's signature.
+    expect(await t.service.signing.advanceSetups()).toBe(1);
+    expect((await signAll(t, key, id, creator)).body.signing!.transactions.map((tx) => tx.step)).toEqual(['setup', 'create_mint', 'distribute_supply', 'close_nonces']);
+  });
+
   it('fails an unsigned launch with signature_timeout at SIGNING_DEADLINE, nothing sent, and then takes no signatures', async () => {
     const clock = manualClock(Date.now());
     t = await startTestService({ clock, env: { SIGNING_DEADLINE: '10m' } });

@@ -2,7 +2,7 @@ import { NONCE_ACCOUNT_LENGTH, PublicKey } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { ChainBackend } from '../../chain/backend.js';
 import { deriveLaunchKeys } from '../../chain/keys.js';
-import { currentNonce } from '../../chain/landSigned.js';
+import { currentNonce, nonceHolds } from '../../chain/landSigned.js';
 import type { LaunchPlan, StepExecutor, StepName } from '../../chain/steps/types.js';
 import type { Db, DbOrTx } from '../../db/database.js';
 import type { LaunchRow, SigningRow, SigningTxRow } from '../../db/schema.js';
@@ -252,6 +252,20 @@ export function createSigning(deps: SigningDeps) {
       }
       return { row, signature };
     });
+    // A setup signed after its blockhash expired can never land: refused, nothing stored (the
+    // signing loop offers a fresh setup in its place).
+    const lateSetups = verified.filter((v) => v.row.step === SETUP && v.row.signature === null);
+    if (lateSetups.length > 0) {
+      const height = await chain.getBlockHeight();
+      const late = lateSetups.find((v) => height > (v.row.last_valid_block_height ?? 0));
+      if (late) {
+        throw new ConflictError(
+          `Setup transaction ${late.row.idx} expired before it was signed (its blockhash is no longer valid); nothing was stored. A fresh setup is offered within seconds: GET the signing request and sign that one`,
+          { index: late.row.idx },
+          'setup_expired',
+        );
+      }
+    }
     // The rent return comes first (docs/signing.md): once any launch transaction is signed, the
     // transaction that gives the nonce accounts' rent back on a failure or timeout is signed too.
     const close = rows.find((r) => r.step === CLOSE_NONCES);
@@ -321,9 +335,34 @@ export function createSigning(deps: SigningDeps) {
     return { signature, serialized: serialized.toString('base64'), nonceAccount: row.nonce_account, nonce: row.nonce };
   }
 
+  /**
+   * Before a dead letter's retry: a creator-signed launch whose `close_nonces` landed (the nonce
+   * accounts' rent back with the creator) can land none of its signed transactions again, so its
+   * retry is refused (`409 nonce_rent_returned`) instead of failing once more.
+   */
+  async function assertRetryable(launchId: string): Promise<void> {
+    const close = await signedClose(launchId);
+    if (!close) return;
+    const status = await chain.getSignatureStatus(close.signature);
+    let returned = status !== null && !status.err;
+    if (!returned && !(await nonceHolds(chain, close))) {
+      // No status (a node that no longer keeps it): the nonce accounts it closes tell.
+      const others = (await findSigningTxs(db, launchId)).filter((r) => r.nonce_account !== null && r.step !== CLOSE_NONCES);
+      for (const row of others) if (!(await chain.getAccountInfo(new PublicKey(row.nonce_account!)))) returned = true;
+    }
+    if (returned) {
+      throw new ConflictError(
+        `Launch ${launchId} is creator-signed and its nonce accounts were closed when it failed (their rent went back to the creator in ${close.signature}); none of its signed transactions can land again, so a retry cannot succeed. Resolve the dead letter and create a new launch`,
+        { launchId, closeNonces: close.signature },
+        'nonce_rent_returned',
+      );
+    }
+  }
+
   return {
     prepare,
     signedClose,
+    assertRetryable,
     /** `POST /api/launches/quote` with `signing: "creator"`: the creator's costs and balance; nothing reserved. */
     quote: (plan: LaunchPlan, steps: readonly StepName[]) => creatorQuote(chain, plan, steps),
     /** Inside the launch's own transaction: its signing state and setup. */
