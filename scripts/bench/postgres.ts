@@ -15,7 +15,7 @@ import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { migrateToLatest, openDatabase, openPostgres } from '../../src/db/database.js';
 import { measureDispatcher } from './dispatch.js';
 import { BENCH_SECRET, insertBenchLaunch, prefillOutbox } from './fixtures.js';
-import { postgresCpuReader, processCpuMs } from './procCpu.js';
+import { databaseCpuMeter, processCpuMs } from './procCpu.js';
 import { startBenchReceiver } from './receiver.js';
 import { result, type BenchResult } from './types.js';
 
@@ -57,29 +57,30 @@ async function startChild(env: Record<string, string>, script = 'dispatchChild.t
 export interface PostgresDrain {
   perSecond: number;
   delivered: number;
-  /** CPU ms per delivery of the worker processes (ours or the peer's), and of the PostgreSQL server (undefined where /proc cannot tell). */
+  /** CPU ms per delivery of the worker processes (ours or the peer's), and of the bench database's backends (undefined where /proc cannot tell). */
   serviceCpuMs: number;
   databaseCpuMs: number | undefined;
 }
 
 /** A fresh database on the bench's server, its URL, and its removal. */
-export async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function freshDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const name = `bench_${randomBytes(6).toString('hex')}`;
   await admin(`create database ${name}`);
   const url = new URL(benchDatabaseUrl!);
   url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
+  return { name, url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
 }
 
 /**
  * Starts the children at once, waits until the receiver has `count` requests (or `maxMs`), reads
- * the CPU the children and the database server used meanwhile (before the children stop and
- * their backends exit), then stops them; elapsed seconds include the stop (what is in flight settles).
+ * the CPU the children and the backends of `database` (that database's only: not the shared
+ * server's other databases or its own processes) used meanwhile, before the children stop, then
+ * stops them; elapsed seconds include the stop (what is in flight settles).
  */
-async function drainWith(children: Array<Awaited<ReturnType<typeof startChild>>>, receiver: { count: number; waitFor(n: number): Promise<void> }, count: number, maxMs: number): Promise<{ seconds: number; serviceCpuMs: number; databaseCpuMs: number | undefined; received: number }> {
-  const dbCpu = await postgresCpuReader(benchDatabaseUrl!);
+async function drainWith(children: Array<Awaited<ReturnType<typeof startChild>>>, receiver: { count: number; waitFor(n: number): Promise<void> }, count: number, maxMs: number, database: string): Promise<{ seconds: number; serviceCpuMs: number; databaseCpuMs: number | undefined; received: number }> {
+  const dbCpu = await databaseCpuMeter(benchDatabaseUrl!, database);
   const childCpu = () => children.reduce((sum, c) => sum + (processCpuMs(c.child.pid ?? -1) ?? 0), 0);
-  const db0 = dbCpu();
+  await dbCpu.start();
   const svc0 = childCpu();
   const started = performance.now();
   for (const c of children) c.go();
@@ -87,11 +88,11 @@ async function drainWith(children: Array<Awaited<ReturnType<typeof startChild>>>
   await Promise.race([receiver.waitFor(count), new Promise((resolve) => (timer = setTimeout(resolve, maxMs)))]);
   clearTimeout(timer);
   const svc1 = childCpu();
-  const db1 = dbCpu();
+  const databaseCpuMs = await dbCpu.stop();
   const received = receiver.count;
   await Promise.all(children.map((c) => c.stop()));
   const seconds = (performance.now() - started) / 1000;
-  return { seconds, serviceCpuMs: svc1 - svc0, databaseCpuMs: db0 === undefined || db1 === undefined ? undefined : db1 - db0, received };
+  return { seconds, serviceCpuMs: svc1 - svc0, databaseCpuMs, received };
 }
 
 /**
@@ -110,7 +111,7 @@ export async function measurePostgresDispatch(instances: number, count: number, 
     const launchId = await insertBenchLaunch(db, createSecretBox(secretKey), receiver.url);
     await prefillOutbox(db, launchId, receiver.url, count);
     for (let i = 0; i < instances; i++) children.push(await startChild({ BENCH_DATABASE_URL: database.url, BENCH_SECRET_KEY: secretKey.toString('base64'), DATA_DIR: join(dir, `i${i}`) }));
-    const run = await drainWith(children, receiver, count, maxMs);
+    const run = await drainWith(children, receiver, count, maxMs, database.name);
     const delivered = Number((await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow()).n);
     const logged = Number((await db.selectFrom('delivery_attempts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
     if (delivered === 0 || logged < delivered) throw new Error(`postgres dispatch bench: ${delivered} delivered, ${logged} attempts logged`);
@@ -148,7 +149,7 @@ export async function measurePeer(concurrency: number, count: number, maxMs: num
       [receiver.url, sealed, count],
     );
     children.push(await startChild({ BENCH_DATABASE_URL: database.url, BENCH_SECRET_KEY: secretKey.toString('base64'), PEER_CONCURRENCY: String(concurrency), PEER_TUNED: tuned ? '1' : '0' }, 'peerChild.ts'));
-    const run = await drainWith(children, receiver, count, maxMs);
+    const run = await drainWith(children, receiver, count, maxMs, database.name);
     const delivered = Number((await client.query<{ n: string }>("select count(distinct event_id) as n from peer_attempts where outcome = 'success'")).rows[0]?.n ?? 0);
     if (delivered === 0) throw new Error('peer bench: nothing delivered');
     return { perSecond: delivered / run.seconds, delivered, serviceCpuMs: run.serviceCpuMs / run.received, databaseCpuMs: run.databaseCpuMs === undefined ? undefined : run.databaseCpuMs / run.received };
@@ -267,7 +268,7 @@ const cpuNote = (d: PostgresDrain) => `${ms(d.serviceCpuMs)} + ${ms(d.databaseCp
  * configuration (local queue of concurrency + 1, completions batched with delay 0) at its best of
  * {@link PEER_CONCURRENCIES}, its default configuration reported beside it, and beside the SQLite
  * dispatcher, all in the same run, each the best of {@link ROUNDS} interleaved runs; with CPU per
- * delivery (the workers' processes + the PostgreSQL server's). Skipped, with a line, without a server.
+ * delivery (the workers' processes + the bench database's backends). Skipped, with a line, without a server.
  */
 export async function benchPostgres(count = 3000, maxMs = 10_000): Promise<{ results: BenchResult[]; note: string }> {
   if (!benchDatabaseUrl) return { results: [], note: 'skipped: set BENCH_DATABASE_URL (or TEST_DATABASE_URL) to a PostgreSQL server' };
@@ -310,7 +311,7 @@ export async function benchPostgres(count = 3000, maxMs = 10_000): Promise<{ res
     note:
       `backlog ${count} events to one host, every attempt logged, each configuration the best of ${ROUNDS} interleaved runs; baseline of -1/-2 and -cpu: graphile-worker on the same server at its best run of every configuration; tuned (local queue c + 1, completeJobBatchDelay 0) at concurrency ${peers.map((p) => `${p.concurrency}: ${Math.round(p.perSecond)}/s (${cpuNote(p)})`).join(', ')}; ` +
       `-peer-default: on its defaults, ${defaultPeers.map((p) => `${p.concurrency}: ${Math.round(p.perSecond)}/s (${cpuNote(p)})`).join(', ')}; ` +
-      `CPU per delivery (service + database): ours 1 instance ${cpuNote(one)}, 2 instances ${cpuNote(two)}; -sqlite: the SQLite dispatcher in one process, ${Math.round(sqlite.perSecond)}/s`,
+      `CPU per delivery (service + database; the database's is its own backends' from /proc, pids from pg_stat_activity every 100 ms, not the server's other databases or shared processes): ours 1 instance ${cpuNote(one)}, 2 instances ${cpuNote(two)}; -sqlite: the SQLite dispatcher in one process, ${Math.round(sqlite.perSecond)}/s`,
   };
 }
 

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 
 /** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
@@ -16,39 +16,54 @@ export function processCpuMs(pid: number): number | undefined {
   }
 }
 
-function parentOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * The CPU milliseconds the PostgreSQL server at `url` has used so far: its postmaster and every
- * process it started (backends, WAL writer, checkpointer …), read from /proc, so it needs the server
- * on this machine. A backend that exits between two readings takes its time with it: read while the
- * pools measured are still open. Undefined when the server's processes cannot be read.
+ * Meters the CPU the backends of one PostgreSQL database use, read from /proc (so it needs the server
+ * on this machine): the pids are those pg_stat_activity lists for that database, sampled every
+ * {@link SAMPLE_MS} through a connection to the server's maintenance database (`url`), so another
+ * database's backends (other tests on a shared server) and the server's shared processes (WAL writer,
+ * checkpointer, autovacuum launcher) are not counted. A backend seen at `start()` counts from its time
+ * then, one that connects later from zero; one that exits counts up to its last sample (at most
+ * SAMPLE_MS of it is missed). `stop()` samples once more and returns the total, or undefined when no
+ * backend's process could be read.
  */
-export async function postgresCpuReader(url: string): Promise<() => number | undefined> {
+export async function databaseCpuMeter(url: string, database: string): Promise<{ start(): Promise<void>; stop(): Promise<number | undefined> }> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  let postmaster: number | undefined;
-  try {
-    const backend = Number((await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid);
-    postmaster = parentOf(backend);
-  } finally {
-    await client.end();
-  }
-  if (postmaster === undefined || processCpuMs(postmaster) === undefined) return () => undefined;
-  const server = postmaster;
-  return () => {
-    let total = processCpuMs(server) ?? 0;
-    for (const entry of readdirSync('/proc')) {
-      const pid = Number(entry);
-      if (Number.isInteger(pid) && parentOf(pid) === server) total += processCpuMs(pid) ?? 0;
+  const seen = new Map<number, { base: number; last: number }>();
+  let started = false;
+  let timer: NodeJS.Timeout | undefined;
+  let sampling: Promise<void> = Promise.resolve();
+  async function sample(): Promise<void> {
+    const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1', [database]);
+    for (const { pid } of rows) {
+      const cpu = processCpuMs(pid);
+      if (cpu === undefined) continue;
+      const known = seen.get(pid);
+      if (known) known.last = cpu;
+      else seen.set(pid, { base: started ? 0 : cpu, last: cpu });
     }
-    return total;
+  }
+  const tick = () => {
+    sampling = sampling.then(sample).catch(() => undefined);
+  };
+  return {
+    async start() {
+      await sample();
+      started = true;
+      timer = setInterval(tick, SAMPLE_MS);
+    },
+    async stop() {
+      clearInterval(timer);
+      tick();
+      await sampling;
+      await client.end();
+      if (seen.size === 0) return undefined;
+      let total = 0;
+      for (const { base, last } of seen.values()) total += last - base;
+      return total;
+    },
   };
 }
+
+/** How often {@link databaseCpuMeter} lists the database's backends and reads their CPU. */
+const SAMPLE_MS = 100;
