@@ -1,0 +1,79 @@
+import type { DbOrTx } from '../../db/database.js';
+import type { DeliveryRow } from '../../db/schema.js';
+import { execSql } from '../../db/sqlText.js';
+import type { ClaimArgs } from './claimArgs.js';
+
+/** A row the PostgreSQL claim function returns: the leased delivery and what its attempt needs (null where its event or launch is gone). */
+export type ClaimedRowPg = DeliveryRow & {
+  ctx_owner: string | null;
+  ctx_event_id: string | null;
+  event: string | null;
+  sequence: number | null;
+  body: string | null;
+  request_id: string | null;
+  webhook_secret_enc: string | null;
+  secret_enc: string | null;
+  signature_scheme: 'service' | 'standard' | null;
+  previous_secret_enc: string | null;
+  previous_secret_expires_at: number | null;
+  rate_limit_per_second: number | null;
+};
+
+/**
+ * PostgreSQL's ordinary claim in one round trip: `claim_webhook_deliveries` (migration 023) takes the
+ * claim lock, counts the live leases, walks the lanes, shares the slots as {@link shareSlots} does,
+ * leases the lanes' earliest due deliveries (`FOR UPDATE SKIP LOCKED`) and returns them with their
+ * event, owner and sealed secrets, in due, creation and event order. Not for half-open trials.
+ */
+export async function claimWithFunctionPg(db: DbOrTx, args: ClaimArgs): Promise<ClaimedRowPg[]> {
+  if (args.limit <= 0) return [];
+  return (await execSql<ClaimedRowPg>(db, CLAIM_FUNCTION_PG, claimFunctionParams(args))).rows;
+}
+
+/** The claim function's parameters, in its order (also the last of settle_and_claim_webhook_deliveries', migration 024). */
+export function claimFunctionParams(args: ClaimArgs): unknown[] {
+  const perEndpointCap = args.perEndpointCap ?? args.perHostCap;
+  const cappedEndpoints: string[] = [];
+  const endpointCaps: number[] = [];
+  for (const [endpoint, cap] of args.endpointCaps ?? []) {
+    cappedEndpoints.push(endpoint);
+    endpointCaps.push(cap);
+  }
+  const heldOwners: string[] = [];
+  const heldCounts: number[] = [];
+  for (const [owner, n] of args.ownerHeld ?? []) {
+    heldOwners.push(owner);
+    heldCounts.push(n);
+  }
+  const ownerCap = args.perOwnerCap === undefined || !Number.isFinite(args.perOwnerCap) ? null : args.perOwnerCap;
+  return [args.owner, args.now, args.leaseMs, args.limit, args.maxAttempts, args.perHostCap, perEndpointCap, cappedEndpoints, endpointCaps, ownerCap, heldOwners, heldCounts, args.excludeEndpoints, args.onlyHost ?? null, args.running ?? []];
+}
+
+/** The claim function's parameters as placeholders. */
+export const CLAIM_PARAMS_PG = '?, ?, ?, ?, ?, ?, ?, ?::text[], ?::integer[], ?, ?::text[], ?::integer[], ?::text[], ?, ?::text[]';
+const CLAIM_FUNCTION_PG = `select * from claim_webhook_deliveries(${CLAIM_PARAMS_PG})`;
+
+/** The delivery part of a claimed row. */
+export function deliveryRowOf(row: ClaimedRowPg): DeliveryRow {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    launch_id: row.launch_id,
+    url: row.url,
+    host: row.host,
+    endpoint: row.endpoint,
+    status: row.status,
+    attempt_count: row.attempt_count,
+    next_attempt_at: row.next_attempt_at,
+    lease_owner: row.lease_owner,
+    lease_expires_at: row.lease_expires_at,
+    lease_token: row.lease_token,
+    last_error: row.last_error,
+    last_status_code: row.last_status_code,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    completed_at: row.completed_at,
+    endpoint_id: row.endpoint_id,
+    owner: row.owner,
+  };
+}
