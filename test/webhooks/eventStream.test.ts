@@ -166,4 +166,39 @@ describe('the event stream between events', () => {
       await new Promise((resolve) => listening.server.close(resolve));
     }
   });
+
+  it('holds 30 streams waiting on one feed without a MaxListenersExceededWarning; a wake reaches each and the close ends each', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    const feed = createEventFeed();
+    const app = createApp({
+      db: t.service.db,
+      logger: silentLogger(),
+      limiter: createRateLimiter({ db: t.service.db, clock: systemClock, logger: silentLogger(), limit: 1000 }),
+      bodyLimitBytes: 65_536,
+      routes: [['/', createEventStreamRoutes({ db: t.service.db, feed, timing: { pollMs: 600_000 }, limits: { perKey: 100, perOwner: 100, max: 100 } })]],
+    });
+    const listening = await startHttpServer({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', limits });
+    try {
+      const launchId = await t.createLaunch(acme);
+      await completedEvents(acme, launchId);
+      const at = `http://127.0.0.1:${listening.port}`;
+      const many = await Promise.all(Array.from({ length: 30 }, () => open(acme, {}, at)));
+      for (const stream of many) expect(await stream.comment()).toBe('stream open');
+      // Every stream waits on the feed (the poll is far longer than the test): one wake, every stream reads the event.
+      const [id] = await commitEvents(t.service.db, systemClock, launchId, 1);
+      feed.wake();
+      for (const stream of many) expect((await stream.take(1, 5_000)).map((e) => e.id)).toEqual([id]);
+      feed.close();
+      for (const stream of many) await expect(stream.take(1, 5_000)).rejects.toThrow('stream ended');
+      // A warning is emitted on the next tick; let it arrive before looking.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      feed.close();
+      await new Promise((resolve) => listening.server.close(resolve));
+    }
+  });
 });

@@ -3,6 +3,9 @@
  * signal) and, on PostgreSQL, another instance's (its `deliveries` wake-up; every event has at least
  * one delivery). A wake only cuts a stream's wait short; each stream still polls, so a lost wake
  * costs one poll interval. `close()` ends every stream (service shutdown).
+ *
+ * A wait listens on no shared signal: `close()` resolves the waiting set itself, so a thousand open
+ * streams add no listener to `closed` (one each made Node warn MaxListenersExceededWarning past ten).
  */
 export interface EventFeed {
   wake(): void;
@@ -16,13 +19,14 @@ export interface EventFeed {
 export function createEventFeed(): EventFeed {
   const waiters = new Set<() => void>();
   const closing = new AbortController();
+  const wakeAll = () => {
+    if (waiters.size === 0) return;
+    const woken = [...waiters];
+    waiters.clear();
+    for (const resolve of woken) resolve();
+  };
   return {
-    wake() {
-      if (waiters.size === 0) return;
-      const woken = [...waiters];
-      waiters.clear();
-      for (const resolve of woken) resolve();
-    },
+    wake: wakeAll,
     wait(timeoutMs, signal) {
       if (closing.signal.aborted || signal?.aborted) return Promise.resolve();
       return new Promise((resolve) => {
@@ -30,13 +34,11 @@ export function createEventFeed(): EventFeed {
           clearTimeout(timer);
           waiters.delete(done);
           signal?.removeEventListener('abort', done);
-          closing.signal.removeEventListener('abort', done);
           resolve();
         };
         const timer = setTimeout(done, timeoutMs);
         waiters.add(done);
         signal?.addEventListener('abort', done, { once: true });
-        closing.signal.addEventListener('abort', done, { once: true });
       });
     },
     get closed() {
@@ -44,6 +46,7 @@ export function createEventFeed(): EventFeed {
     },
     close() {
       closing.abort();
+      wakeAll();
     },
   };
 }
