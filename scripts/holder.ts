@@ -6,7 +6,7 @@
  *
  *   npm run holder -- keygen  <keypair.json>                   (a new keypair file; prints its address)
  *   npm run holder -- fund    <keypair.json | address> [SOL]    (an airdrop from the local cluster)
- *   npm run holder -- claim   <launchId> <beneficiary keypair.json>
+ *   npm run holder -- claim   <launchId> <beneficiary keypair.json> [--wait]   (--wait: until something is unlocked)
  *   npm run holder -- propose <launchId> <creator keypair.json> "<proposal name>" [approve|deny]
  *   npm run holder -- sign    <launchId> <creator keypair.json>   (a creator-signed launch: sign and submit, docs/signing.md)
  *   npm run holder -- buy     <launchId> <trader keypair.json> <SOL>   (buys on a bonding-curve launch's curve with Meteora's SDK)
@@ -133,7 +133,7 @@ export async function buyOnCurve(connection: Connection, trader: Keypair, pool: 
 
 const USAGE = `usage: npm run holder -- keygen  <keypair.json>
        npm run holder -- fund    <keypair.json | address> [SOL, default 2]
-       npm run holder -- claim   <launchId> <beneficiary keypair.json>
+       npm run holder -- claim   <launchId> <beneficiary keypair.json> [--wait]
        npm run holder -- propose <launchId> <creator keypair.json> "<name>" [approve|deny]
        npm run holder -- sign    <launchId> <creator keypair.json>
        npm run holder -- buy     <launchId> <trader keypair.json> <SOL>`;
@@ -258,16 +258,29 @@ async function main(argv: string[]): Promise<void> {
   }
   if (command === 'claim') {
     if (!launch.results.vesting) throw new Error('the launch has no vesting');
-    // A claim before anything is unlocked would move 0 tokens (and report vesting.claimed with amount 0): say when instead.
-    const escrow = await connection.getAccountInfo(new PublicKey(launch.results.vesting.escrow));
-    if (escrow) {
-      const { claimable, next } = claimableAt(decodeVestingEscrow(escrow.data), BigInt(Math.floor(Date.now() / 1000)));
-      if (claimable <= 0n) {
-        process.stderr.write(next ? `nothing to claim yet: ${next.amount} base units unlock at ${new Date(Number(next.at) * 1000).toISOString()}\n` : 'nothing left to claim: everything vested was claimed\n');
+    const escrowAddress = new PublicKey(launch.results.vesting.escrow);
+    const readEscrow = async () => {
+      const info = await connection.getAccountInfo(escrowAddress);
+      if (!info) throw new Error(`the escrow ${escrowAddress.toBase58()} is closed: nothing left to claim`);
+      return decodeVestingEscrow(info.data);
+    };
+    // A claim before anything is unlocked would move 0 tokens (and report vesting.claimed with amount 0):
+    // say when instead, or with --wait, wait until then.
+    for (;;) {
+      const { claimable, next } = claimableAt(await readEscrow(), BigInt(Math.floor(Date.now() / 1000)));
+      if (claimable > 0n) break;
+      const when = next ? `${next.amount} base units unlock at ${new Date(Number(next.at) * 1000).toISOString()}` : undefined;
+      if (!when || name !== '--wait') {
+        process.stderr.write(when ? `nothing to claim yet: ${when}\n` : 'nothing left to claim: everything vested was claimed\n');
         process.exit(1);
       }
+      process.stdout.write(`waiting: ${when}\n`);
+      // A second past it, so the chain's clock has passed it too.
+      await new Promise((done) => setTimeout(done, Math.max(0, Number(next!.at) * 1000 - Date.now()) + 1_000));
     }
-    process.stdout.write(`claimed: ${await claimVesting(connection, signer, new PublicKey(launch.results.vesting.escrow), mint)}\n`);
+    const before = (await readEscrow()).totalClaimedAmount;
+    const signature = await claimVesting(connection, signer, escrowAddress, mint);
+    process.stdout.write(`claimed ${(await readEscrow()).totalClaimedAmount - before} base units: ${signature}\n`);
     return;
   }
   if (!launch.results.dao) throw new Error('the launch has no DAO');

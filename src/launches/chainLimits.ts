@@ -2,6 +2,7 @@ import { initialLpAmount } from '../chain/programs/cpmm/initialize.js';
 import { solToLamports } from '../chain/steps/support.js';
 import { splitSupply } from '../chain/steps/allocations.js';
 import { cpmmPoolOf, type LaunchPlan } from '../chain/steps/types.js';
+import { cliffShare } from '../chain/programs/jupiterLock/schedule.js';
 
 export interface LimitProblem {
   field: string;
@@ -26,6 +27,14 @@ export function chainLimitProblems(plan: Omit<LaunchPlan, 'launchId'>): LimitPro
   const vested = shares.get('vesting');
   if (plan.vesting && vested !== undefined && vested > 0n && vested < BigInt(plan.vesting.periods)) {
     problems.push({ field: 'vesting.periods', message: `must not exceed the vested amount in base units (${vested}), so every period unlocks something` });
+  } else if (plan.vesting?.cliffUnlockPercent && vested !== undefined && vested > 0n) {
+    const afterCliff = vested - cliffShare(vested, plan.vesting.cliffUnlockPercent);
+    if (afterCliff < BigInt(plan.vesting.periods)) {
+      problems.push({
+        field: 'vesting.cliffUnlockPercent',
+        message: `leaves ${afterCliff} of the ${vested} vested base units for ${plan.vesting.periods} periods, so a period would unlock nothing; lower cliffUnlockPercent (below 100) or vesting.periods`,
+      });
+    }
   }
   const pooled = shares.get('pool');
   const cpmm = cpmmPoolOf(plan);

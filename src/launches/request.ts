@@ -91,6 +91,10 @@ function curveRequestRules(req: { pool?: unknown; allocations?: Record<string, n
       ctx.addIssue({ code: 'custom', path: ['allocations', kind], message: 'must be 0 on a bonding-curve launch: the curve mints the supply, so allocations may name only pool and vesting' });
     }
   }
+  const cliffUnlockPercent = (req.vesting as { cliffUnlockPercent?: unknown } | undefined)?.cliffUnlockPercent;
+  if (typeof cliffUnlockPercent === 'number' && cliffUnlockPercent > 0) {
+    ctx.addIssue({ code: 'custom', path: ['vesting', 'cliffUnlockPercent'], message: 'is not built yet for bonding-curve launches (the curve\'s locked vesting unlocks nothing at its cliff): leave it out or 0' });
+  }
   if (typeof req.decimals === 'number' && (req.decimals < 6 || req.decimals > 9)) {
     ctx.addIssue({ code: 'custom', path: ['decimals'], message: 'must be 6 to 9 on a bonding-curve launch (what the Dynamic Bonding Curve program supports)' });
   }
@@ -125,6 +129,8 @@ export const launchRequestSchema = z
         cliffSeconds: z.number().int().min(0).max(10 * 365 * 86400),
         periodSeconds: z.number().int().min(1).max(10 * 365 * 86400),
         periods: z.number().int().min(1).max(100_000),
+        // Jupiter Lock's cliff_unlock_amount, as a whole percent of the vesting allocation (like allocations).
+        cliffUnlockPercent: percent.optional(),
       })
       .optional(),
     dao: z

@@ -123,6 +123,28 @@ describe('every on-chain limit is checked before anything is sent', () => {
     await expectRefused(full({ totalSupply: '1000', decimals: 0, vesting: { beneficiary: pk(), cliffSeconds: 0, periodSeconds: 1, periods: 201 } }), 'vesting.periods');
   });
 
+  it('vesting.cliffUnlockPercent: a whole percent that leaves every period something, the same in the quote and in MCP\'s tool schema', async () => {
+    // 20 % of 1000 whole tokens at 0 decimals = 200 base units; 50 % at the cliff leaves 100 for the periods.
+    const vesting = (cliffUnlockPercent: unknown, periods = 100) => full({ totalSupply: '1000', decimals: 0, vesting: { beneficiary: pk(), cliffSeconds: 0, periodSeconds: 1, periods, cliffUnlockPercent } });
+    await accepted(vesting(50));
+    await accepted(vesting(0, 200));
+    expect(await expectRefused(vesting(50, 101), 'vesting.cliffUnlockPercent')).toMatch(/leaves 100 of the 200 vested base units for 101 periods/);
+    expect(await expectRefused(vesting(100, 1), 'vesting.cliffUnlockPercent')).toMatch(/leaves 0 of the 200/);
+    for (const bad of [-1, 101, 12.5, '10']) expect(await expectRefused(vesting(bad), 'vesting.cliffUnlockPercent'), String(bad)).toBeTruthy();
+    const curve = launchBody({ allocations: { pool: 90, vesting: 10 }, vesting: { beneficiary: pk(), cliffSeconds: 60, periodSeconds: 60, periods: 2, cliffUnlockPercent: 10 },
+      pool: { kind: 'bonding-curve', quoteMint: WSOL, initialMarketCap: '30', graduationMarketCap: '400' } });
+    expect(await expectRefused(curve, 'vesting.cliffUnlockPercent')).toMatch(/not built yet for bonding-curve/);
+    // The quote takes the same body and refuses the same way, creating nothing.
+    const quote = await t.request('/api/launches/quote', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(vesting(50, 101)) });
+    expect(quote.status).toBe(400);
+    expect(JSON.stringify(await quote.json())).toContain('vesting.cliffUnlockPercent');
+    // OpenAPI publishes it with the launch request.
+    const openapi = JSON.stringify(await (await t.request('/api/openapi')).json());
+    expect(openapi).toMatch(/"cliffUnlockPercent":\{"type":"integer","minimum":0,"maximum":100/);
+    const tools = await t.request('/mcp', { method: 'POST', key, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    expect(await tools.text()).toMatch(/\\?"cliffUnlockPercent\\?":\{\\?"type\\?":\\?"integer\\?",\\?"minimum\\?":0,\\?"maximum\\?":100/);
+  });
+
   it('realm name: 32 bytes of UTF-8 (a PDA seed), counted in bytes', async () => {
     await accepted(full({ dao: { name: 'é'.repeat(16), votingPeriodSeconds: 3600, quorumPercent: 10 } }));
     await expectRefused(full({ dao: { name: 'é'.repeat(17), votingPeriodSeconds: 3600, quorumPercent: 10 } }), 'dao.name');

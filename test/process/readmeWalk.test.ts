@@ -238,3 +238,34 @@ describe.skipIf(!haveCurvePrograms)(`the README's bonding-curve walk${haveCurveP
     expect(claim?.[1]).toBeDefined();
   }, 240_000);
 });
+
+/** The "After the launch" walk needs the full launch's four programs: CHAIN_PROGRAMS_DIR (README "The full launch"); skipped cleanly without. */
+const FULL_PROGRAMS = ['metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s', 'LocpQgucEQHbqNABEYvBvwoxCPsSbG91A1QaQhQQqjn', 'GovER5Lthms3bLBqWub97yVrMmEogzX7xNjdXpPPCVZw', 'CPMMoo8L3F4NbTegBCKVNunggL7H1ZpdTHKxQB5qKP1C'];
+const haveFullPrograms = curveProgramsDir !== undefined && FULL_PROGRAMS.every((id) => existsSync(join(curveProgramsDir, `${id}.so`)));
+
+describe.skipIf(!haveFullPrograms)(`the README's "After the launch" walk${haveFullPrograms ? '' : ' [skipped: needs CHAIN_PROGRAMS_DIR with Metaplex, Jupiter Lock, SPL Governance and Raydium CPMM]'}`, () => {
+  it('runs as written: keypairs, a full launch with cliffUnlockPercent, a proposal, and a claim at the cliff that moves exactly the cliff share', async () => {
+    const blocks = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/<!-- walk:full -->\n```sh\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
+    expect(blocks).toHaveLength(1);
+    const servicePort = await freePort();
+    const env = walkEnv();
+    const service = await terminal('exec npm start', { ...env, DATA_DIR: './data-full', PORT: String(servicePort), CHAIN_RPC_PORT: '0', CHAIN_PROGRAMS_DIR: curveProgramsDir! }, /\nsk_[A-Za-z0-9_-]{40,}\n/, 'npm start');
+    const key = /\n(sk_[A-Za-z0-9_-]{40,})\n/.exec(service.output())![1]!;
+    const shell = session({ ...env, DATA_DIR: './data-full' });
+    expect((await shell.run(`KEY=${key}`)).status).toBe(0);
+    const outputs: string[] = [];
+    for (const command of commands(blocks[0]!)) {
+      const { status, output } = await shell.run(command.replace(/\b(localhost|127\.0\.0\.1):8080\b/g, `$1:${servicePort}`));
+      if (status !== 0) throw new Error(`README.md "After the launch" walk: \`${command}\` exited ${status}:\n${output}`);
+      outputs.push(output);
+    }
+    const all = outputs.join('\n');
+    expect(all).toMatch(/^voted: \w+$/m);
+    // 20 % of the 150 000 DDAO (6 decimals) in the escrow unlocks at the cliff, and the first claim moves exactly that.
+    const claimed = /^claimed (\d+) base units: \w+$/m.exec(all);
+    expect(claimed?.[1]).toBe('30000000000');
+    const launchId = (await shell.run('echo $FULL')).output.trim();
+    const launch = (await (await fetch(`http://127.0.0.1:${servicePort}/api/launches/${launchId}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { launch: { results: { vesting: { amount: string; schedule: { cliffUnlockAmount: string; amountPerPeriod: string } } } } };
+    expect(launch.launch.results.vesting).toMatchObject({ amount: '150000000000', schedule: { cliffUnlockAmount: '30000000000', amountPerPeriod: '60000000000' } });
+  }, 240_000);
+});

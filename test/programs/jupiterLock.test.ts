@@ -32,6 +32,24 @@ describe('Jupiter Lock schedule derivation', () => {
     expect(totalDeposit(params)).toBe(1_000_003n);
   });
 
+  it('unlocks cliffUnlockPercent of the amount at the cliff, with the periods\' remainder, exactly', () => {
+    // 20 % of 1 000 003 = 200 000 (floored); 800 003 over 4 periods = 200 000 each, remainder 3 at the cliff.
+    const withCliff = deriveVestingSchedule(1_000_003n, 1_700_000_000n, { cliffSeconds: 100, periodSeconds: 10, periods: 4, cliffUnlockPercent: 20 });
+    expect(withCliff.cliffUnlockAmount).toBe(200_003n);
+    expect(withCliff.amountPerPeriod).toBe(200_000n);
+    expect(totalDeposit(withCliff)).toBe(1_000_003n);
+    // The README's full launch: 150 000 DDAO of 6 decimals, 20 % at the cliff, two periods.
+    const readme = deriveVestingSchedule(150_000_000_000n, 0n, { cliffSeconds: 30, periodSeconds: 30, periods: 2, cliffUnlockPercent: 20 });
+    expect([readme.cliffUnlockAmount, readme.amountPerPeriod]).toEqual([30_000_000_000n, 60_000_000_000n]);
+    // Near u64: no precision lost (a JS number would round these).
+    const big = 2n ** 64n - 1n;
+    const huge = deriveVestingSchedule(big, 0n, { cliffSeconds: 0, periodSeconds: 1, periods: 7, cliffUnlockPercent: 33 });
+    expect(totalDeposit(huge)).toBe(big);
+    expect(huge.cliffUnlockAmount - (big * 33n) / 100n).toBeLessThan(7n);
+    expect(deriveVestingSchedule(1_000_003n, 0n, { cliffSeconds: 0, periodSeconds: 10, periods: 4, cliffUnlockPercent: 0 })).toEqual(deriveVestingSchedule(1_000_003n, 0n, { cliffSeconds: 0, periodSeconds: 10, periods: 4 }));
+    expect(() => deriveVestingSchedule(10n, 0n, { cliffSeconds: 0, periodSeconds: 1, periods: 1, cliffUnlockPercent: 101 })).toThrow(/at most 100/);
+  });
+
   it('unlocks everything at the cliff when there are no periods', () => {
     const cliffOnly = deriveVestingSchedule(500n, 10n, { cliffSeconds: 0, periodSeconds: 0, periods: 0 });
     expect(cliffOnly.cliffUnlockAmount).toBe(500n);

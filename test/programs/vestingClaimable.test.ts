@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { claimableAt, deriveVestingSchedule } from '../../src/chain/programs/jupiterLock/schedule.js';
 
 describe('what a vesting claim would move, by Jupiter Lock\'s schedule', () => {
-  // The README's full launch: 15 % of 1 000 000 tokens of 6 decimals, a 60 s cliff, two 60 s periods.
+  // 15 % of 1 000 000 tokens of 6 decimals, a 60 s cliff, two 60 s periods, no cliffUnlockPercent.
   const start = 1_800_000_000n;
   const schedule = { ...deriveVestingSchedule(150_000_000_000n, start, { cliffSeconds: 60, periodSeconds: 60, periods: 2 }), totalClaimedAmount: 0n };
 

@@ -6,6 +6,7 @@ import type { ServerType } from '@hono/node-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../src/http/server.js';
 import { signLaunch } from '../../scripts/holder.js';
+import { decodeVestingEscrow } from '../../src/chain/programs/jupiterLock/escrowAccount.js';
 import { launchBody } from '../support/fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { creatorWallet, signAll } from './support/creator.js';
@@ -62,7 +63,7 @@ describe.skipIf(missing.length > 0)(`a creator-signed spl-token launch with Meta
       signing: 'creator',
       tokenStandard: 'spl-token',
       allocations: { creator: 80, vesting: 20 },
-      vesting: { beneficiary, cliffSeconds: 60, periodSeconds: 60, periods: 2 },
+      vesting: { beneficiary, cliffSeconds: 60, periodSeconds: 60, periods: 2, cliffUnlockPercent: 10 },
     });
     const quote = ((await (await t.request('/api/launches/quote', { method: 'POST', key, json: body })).json()) as { quote: { totalLamports: string; accounts: Array<{ rentLamports: string; returned?: true }> } }).quote;
     const id = await t.createLaunch(key, body);
@@ -76,6 +77,9 @@ describe.skipIf(missing.length > 0)(`a creator-signed spl-token launch with Meta
     expect((await t.service.chain.getAccountInfo(new PublicKey(launch.results.mint)))?.owner.equals(TOKEN_PROGRAM_ID)).toBe(true);
     expect(await t.service.chain.getAccountInfo(new PublicKey(launch.results.metadata))).not.toBeNull();
     expect(launch.results.vesting).toMatchObject({ recipient: beneficiary, amount: String(200_000n * 10n ** 6n) });
+    // cliffUnlockPercent 10 in the escrow the creator signed: 20 000 tokens at the cliff, 90 000 in each of the two periods.
+    const escrow = decodeVestingEscrow((await t.service.chain.getAccountInfo(new PublicKey(launch.results.vesting.escrow)))!.data);
+    expect([escrow.cliffUnlockAmount, escrow.amountPerPeriod, escrow.numberOfPeriod]).toEqual([20_000n * 10n ** 6n, 90_000n * 10n ** 6n, 2n]);
     expect(await t.service.chain.getBalance(new PublicKey(funding.address))).toBe(fundingBefore);
     expect(await t.service.chain.getBalance(t.service.chain.payer.publicKey)).toBe(payerBefore);
     const returned = quote.accounts.filter((a) => a.returned).reduce((n, a) => n + Number(a.rentLamports), 0);

@@ -26,7 +26,7 @@ export interface LaunchPlan {
   /** Percents summing to 100. */
   allocations: { creator: number; vesting: number; treasury: number; pool: number };
   revokeMintAuthority: boolean;
-  vesting?: { beneficiary: string; cliffSeconds: number; periodSeconds: number; periods: number };
+  vesting?: { beneficiary: string; cliffSeconds: number; periodSeconds: number; periods: number; cliffUnlockPercent?: number | undefined };
   dao?: { name: string; votingPeriodSeconds: number; quorumPercent: number };
   /** A Raydium CPMM pool (quoteAmount: decimal SOL) or a Meteora bonding curve (docs/programs.md). */
   pool?: CpmmPoolPlan | CurvePoolPlan;

@@ -23,24 +23,30 @@ export interface VestingRequest {
   cliffSeconds: number;
   periodSeconds: number;
   periods: number;
+  /** Whole percent of the vesting allocation that unlocks at the cliff (Jupiter Lock's `cliff_unlock_amount`); absent = 0. */
+  cliffUnlockPercent?: number | undefined;
 }
 
 /**
  * The escrow schedule for `amount` raw tokens: cliff = start + cliffSeconds, one unlock every
- * periodSeconds after the cliff, `floor(amount / periods)` per period, and the remainder of that
- * division unlocked at the cliff so the escrow holds exactly `amount`. With `periods = 0` the whole
- * amount unlocks at the cliff. The recipient may move the escrow to a new wallet; nobody can cancel
- * it — a promise to a beneficiary should not be revocable by the launcher.
+ * periodSeconds after the cliff. `floor(amount × cliffUnlockPercent / 100)` unlocks at the cliff,
+ * the rest is divided into `periods` equal whole amounts, and what that division leaves over unlocks
+ * at the cliff too, so cliff amount + periods × per-period is exactly `amount` (integer math, no
+ * rounding). With `periods = 0` the whole amount unlocks at the cliff. The recipient may move the
+ * escrow to a new wallet; nobody can cancel it — a promise to a beneficiary should not be revocable
+ * by the launcher.
  */
 export function deriveVestingSchedule(amount: bigint, startTime: bigint, request: VestingRequest): VestingEscrowParams {
-  const { cliffSeconds, periodSeconds, periods } = request;
+  const { cliffSeconds, periodSeconds, periods, cliffUnlockPercent = 0 } = request;
   if (amount <= 0n) throw new RangeError('vesting amount must be positive');
-  for (const [name, value] of Object.entries({ cliffSeconds, periodSeconds, periods })) {
+  for (const [name, value] of Object.entries({ cliffSeconds, periodSeconds, periods, cliffUnlockPercent })) {
     if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer`);
   }
+  if (cliffUnlockPercent > 100) throw new RangeError('cliffUnlockPercent must be at most 100');
   if (periods > 0 && periodSeconds === 0) throw new RangeError('periodSeconds must be positive when periods > 0');
   const numberOfPeriod = BigInt(periods);
-  const amountPerPeriod = numberOfPeriod === 0n ? 0n : amount / numberOfPeriod;
+  const afterCliff = amount - cliffShare(amount, cliffUnlockPercent);
+  const amountPerPeriod = numberOfPeriod === 0n ? 0n : afterCliff / numberOfPeriod;
   return {
     vestingStartTime: startTime,
     cliffTime: startTime + BigInt(cliffSeconds),
@@ -52,6 +58,11 @@ export function deriveVestingSchedule(amount: bigint, startTime: bigint, request
     updateRecipientMode: EscrowMode.onlyRecipient,
     cancelMode: EscrowMode.neither,
   };
+}
+
+/** The share of `amount` a whole `percent` unlocks at the cliff, rounded down (the periods' remainder joins it). */
+export function cliffShare(amount: bigint, percent = 0): bigint {
+  return (amount * BigInt(percent)) / 100n;
 }
 
 /** Total tokens the program moves into the escrow for these params. */
