@@ -74,6 +74,8 @@ const goals: Record<string, Goal> = {
   'flaky-clean-max': { text: '(reported)', met: () => true },
   'flaky-p50': { text: '≤ 10000 ms', met: (r) => r.value <= 10_000 },
   'flaky-max': { text: '≤ 30000 ms', met: (r) => r.value <= 30_000 },
+  'flaky-complete': { text: 'all, exact supply', met: (r) => r.value === r.baseline },
+  'flaky-fault-kinds': { text: 'all injected', met: (r) => r.value === r.baseline },
   // Claims after a simulated month of history and retention, against day 1's.
   'soak-day1': { text: '(reported)', met: () => true },
   'soak-day30': { text: 'ratio ≥ 0.8', met: (r) => r.ratio >= 0.8 },
