@@ -107,6 +107,15 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
   /** `POST /api/launches/{id}/fees/claim`; the auto-claimer's claims pass `minLamports` (claimed only while the SOL claimable reaches it). */
   async function claim(owner: string, launchId: string, args: { idempotencyKey?: string | undefined; origin?: 'api' | 'auto'; minLamports?: bigint }): Promise<ClaimOutcome> {
     const launch = await launchOf(owner, launchId);
+    const signing = parseJson<{ signing?: unknown; creator?: unknown }>(launch.request, {});
+    if (signing.signing === 'creator') {
+      // The curve's DBC creator, and the graduated position's owner, is the creator: only its signature claims (docs/signing.md).
+      throw new ConflictError(
+        `Launch ${launchId} is creator-signed: its creator ${String(signing.creator)} is the curve's DBC creator and owns its DAMM v2 position, and only the creator's own signature can claim their fees. The service holds no key that could; the creator claims them with any Meteora DBC or DAMM v2 client (GET /api/launches/${launchId}/fees shows what is claimable)`,
+        { creator: signing.creator },
+        'creator_claims_fees',
+      );
+    }
     if (args.idempotencyKey !== undefined) {
       const known = await findClaimByKey(db, owner, args.idempotencyKey);
       if (known && known.launch_id !== launchId) throw new UnprocessableError('idempotency_key_reused', 'This Idempotency-Key was used for a claim of another launch');

@@ -210,6 +210,15 @@ export function createFunding(deps: FundingDeps) {
       return { payerSeed: walletSeed(deps.secretBox, row), budgetLamports };
     },
 
+    /**
+     * The owner's funding wallet as a payer outside any launch's reservation: what pays a
+     * creator-signed curve's graduation, which the creator did not sign for (docs/signing.md).
+     */
+    async ownerPayer(owner: string): Promise<{ payerSeed: Uint8Array; address: string }> {
+      const row = await wallet(owner);
+      return { payerSeed: walletSeed(deps.secretBox, row), address: row.address };
+    },
+
     /** In a step's completion transaction: a `spend` entry for each transaction not recorded yet. */
     async recordSpends(trx: DbOrTx, launch: { id: string; owner: string; payer: string | null }, spent: ReadonlyArray<{ signature: string; lamports: number }>): Promise<void> {
       if (launch.payer === null || spent.length === 0) return;

@@ -20,8 +20,8 @@ export interface LaunchQuote {
 }
 
 /** The costs of a plan on `chain`, paid by `payer`: the same planner the steps budget their sends with. */
-export function launchCosts(chain: ChainBackend, plan: LaunchPlan, steps: readonly StepName[], payer: PublicKey): Promise<LaunchCosts> {
-  return planLaunchCosts(chain, plan, steps, payer, DEFAULT_PROGRAM_IDS);
+export function launchCosts(chain: ChainBackend, plan: LaunchPlan, steps: readonly StepName[], payer: PublicKey, options?: { graduation?: boolean }): Promise<LaunchCosts> {
+  return planLaunchCosts(chain, plan, steps, payer, DEFAULT_PROGRAM_IDS, options);
 }
 
 /** The API's quote from the planned costs and what the owner has available, exact (bigints, shown as decimal text). */

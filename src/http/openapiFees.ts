@@ -51,7 +51,7 @@ export const feePaths: Record<string, unknown> = {
         401: error('unauthorized'),
         403: error('forbidden: needs launches:write'),
         404: error('not_found: no such launch of this owner'),
-        409: error('conflict: the launch is not complete; claim_in_progress / idempotency_in_progress: another claim of the launch (or with this key) is running'),
+        409: error('conflict: the launch is not complete; claim_in_progress / idempotency_in_progress: another claim of the launch (or with this key) is running; creator_claims_fees: a creator-signed curve, whose fees only the creator\'s own signature can claim (docs/signing.md)'),
         422: error('idempotency_key_reused (another launch); claim_failed: the chain refused the claim, nothing claimed; unprocessable_entity: the recipient cannot receive the amount now'),
         503: error('the chain did not answer; the claim is recorded and the next claim request of the launch resumes it'),
       },

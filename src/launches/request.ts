@@ -105,6 +105,22 @@ function curveRequestRules(req: { pool?: unknown; allocations?: Record<string, n
   }
 }
 
+/**
+ * What a creator-signed bonding curve may ask for (docs/signing.md): the creator is the curve's DBC
+ * creator, so only its own signature claims the curve's and the position's fees and hands its locked
+ * vesting on. The service holds no key that could: fees go to the creator, who claims them, and
+ * locked vesting stays with the creator. A DAO is not built for it yet.
+ */
+function creatorCurveRules(req: { fees?: { recipient?: unknown; autoClaimMinLamports?: unknown } | undefined; vesting?: { beneficiary?: unknown } | undefined; creator?: unknown; dao?: unknown }, ctx: z.RefinementCtx): void {
+  const why = 'on a creator-signed bonding curve (signing "creator") the creator, the curve\'s DBC creator, claims its fees itself with its own signature';
+  if (req.fees?.recipient !== undefined && req.fees.recipient !== 'creator') ctx.addIssue({ code: 'custom', path: ['fees', 'recipient'], message: `must be "creator": ${why}` });
+  if (req.fees?.autoClaimMinLamports !== undefined) ctx.addIssue({ code: 'custom', path: ['fees', 'autoClaimMinLamports'], message: `is not available: ${why}, so the service cannot claim them` });
+  if (req.vesting?.beneficiary !== undefined && req.vesting.beneficiary !== req.creator) {
+    ctx.addIssue({ code: 'custom', path: ['vesting', 'beneficiary'], message: 'must be the creator on a creator-signed bonding curve: the locked vesting is the creator\'s, and only its signature could hand it on' });
+  }
+  if (req.dao !== undefined) ctx.addIssue({ code: 'custom', path: ['dao'], message: 'is not built yet for creator-signed bonding curves (signing "creator")' });
+}
+
 /** The launch request body (docs/api.md); strict: unknown fields are refused. */
 export const launchRequestSchema = z
   .strictObject({
@@ -174,10 +190,7 @@ export const launchRequestSchema = z
       if (present && share === 0) ctx.addIssue({ code: 'custom', path: [section], message: `requires a non-zero allocations.${allocation}` });
       if (!present && share > 0) ctx.addIssue({ code: 'custom', path: [section], message: `is required when allocations.${allocation} is non-zero` });
     }
-    if (req.signing === 'creator') {
-      // A bonding curve is not built for creator signing (docs/signing.md): refused, not half-run.
-      if (req.pool?.kind === 'bonding-curve') ctx.addIssue({ code: 'custom', path: ['pool', 'kind'], message: 'bonding-curve is not built yet for creator-signed launches (signing "creator")' });
-    }
+    if (req.signing === 'creator' && curve) creatorCurveRules(req, ctx);
     if (req.dao && req.tokenStandard === 'token-2022') {
       ctx.addIssue({ code: 'custom', path: ['tokenStandard'], message: 'must be spl-token when dao is requested (SPL Governance rejects Token-2022 mints)' });
     }

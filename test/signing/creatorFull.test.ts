@@ -103,23 +103,3 @@ describe.skipIf(!haveBinaries(...NEEDED))(`a full creator-signed spl-token launc
     expect(Math.abs(paid - quoted) / quoted).toBeLessThan(0.1);
   });
 });
-
-describe('a creator-signed bonding curve', () => {
-  it('is refused with 400 naming pool.kind, nothing created (its graduation and claims are signed by the funding wallet)', async () => {
-    t = await startTestService();
-    const key = await t.key('acme', [...WRITE]);
-    const body = launchBody({
-      signing: 'creator',
-      tokenStandard: 'spl-token',
-      decimals: 6,
-      allocations: { pool: 100 },
-      pool: { kind: 'bonding-curve', quoteMint: 'So11111111111111111111111111111111111111112', initialMarketCap: '30', graduationMarketCap: '400', graduationSupplyPercent: 20 },
-    });
-    const res = await t.request('/api/launches', { method: 'POST', key, json: body });
-    expect(res.status).toBe(400);
-    const error = ((await res.json()) as { error: { code: string; details: { fields: Array<{ field: string; message: string }> } } }).error;
-    expect(error.code).toBe('invalid_request');
-    expect(error.details.fields).toEqual([expect.objectContaining({ field: 'pool.kind', message: expect.stringContaining('creator-signed') })]);
-    expect((await (await t.request('/api/launches', { key })).json()) as { launches: unknown[] }).toMatchObject({ launches: [] });
-  });
-});

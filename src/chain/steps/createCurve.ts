@@ -11,9 +11,10 @@ import { curvePoolOf, type StepContext, type StepExecutor } from './types.js';
  * transactions: the curve's config (its key is the launch's derived `base` key), then the pool,
  * whose creation makes the mint (the launch's derived mint key) with its metadata and the whole
  * supply in the curve's vault, with the creator's first buy in the same transaction. Every address
- * follows from the two derived keys, so it is fixed before the first send. The owner's funding
- * wallet is the curve's DBC creator and partner (it signs and later claims fees); the customer's
- * `creator` receives the first buy and the leftover. Result: `{mint, pool: {kind, address, config,
+ * follows from the two derived keys, so it is fixed before the first send. The payer is the curve's
+ * DBC creator and partner (it signs and later claims fees): the owner's funding wallet, or on a
+ * creator-signed launch the creator itself (docs/signing.md); the customer's `creator` receives the
+ * first buy and the leftover. Result: `{mint, pool: {kind, address, config,
  * baseVault, quoteVault, graduationQuoteLamports}, firstBuy}` (docs/programs.md).
  */
 export const createCurve: StepExecutor = async (ctx) => {
@@ -69,7 +70,8 @@ export const createCurve: StepExecutor = async (ctx) => {
     rentLamports: costs.pool + Number(firstBuyLamports),
     postcondition: () => curveCreated(ctx, addresses.pool, dbc.decodeCurveState),
   });
-  if (!(await curveCreated(ctx, addresses.pool, dbc.decodeCurveState))) {
+  // Planning a creator-signed launch: nothing was sent; every address is fixed already.
+  if (!ctx.capture && !(await curveCreated(ctx, addresses.pool, dbc.decodeCurveState))) {
     throw new NonRetriableError('program_error', `curve ${addresses.pool.toBase58()} is missing after its transaction`);
   }
   return {

@@ -12,8 +12,8 @@ const METAPLEX_METADATA_MAX_SIZE = 679;
 const METAPLEX_CREATE_FEE_LAMPORTS = 10_000_000;
 /** Token-2022 mint with MetadataPointer before the metadata is written (what DBC allocates first). */
 const TOKEN_2022_MINT_WITH_POINTER = 234;
-/** A Token-2022 vault DBC creates (with its ImmutableOwner-free account layout plus the account type byte). */
-const TOKEN_2022_VAULT = 165 + 1;
+/** A Token-2022 vault DBC creates: no extension, so no account type byte (165 bytes, read back from the chain). */
+const TOKEN_2022_VAULT = 165;
 
 /** One account create_curve creates, for the quote (docs/funding.md). */
 export interface CurveAccount {

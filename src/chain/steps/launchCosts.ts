@@ -76,7 +76,9 @@ export function distributionHolders(plan: LaunchPlan, payer: PublicKey): number 
 
 /**
  * Every account each step of `steps` creates, with its size and rent, and every transaction's
- * signatures: the plan the steps execute, priced on `chain` (its rent and fee settings).
+ * signatures: the plan the steps execute, priced on `chain` (its rent and fee settings). A bonding
+ * curve's graduation is counted unless `graduation` is false (a creator-signed curve: the owner's
+ * funding wallet pays it, not the creator; docs/signing.md).
  */
 export async function planLaunchCosts(
   chain: ChainBackend,
@@ -84,6 +86,7 @@ export async function planLaunchCosts(
   steps: readonly StepName[],
   payer: PublicKey,
   ids: Pick<ProgramIds, 'pool'>,
+  options: { graduation?: boolean } = {},
 ): Promise<LaunchCosts> {
   const rent = (bytes: number) => chain.getMinimumBalanceForRentExemption(bytes);
   const account = async (role: string, bytes: number, returned = false): Promise<PlannedAccount> => ({
@@ -160,7 +163,8 @@ export async function planLaunchCosts(
           signatures: 2,
           otherLamports: BigInt(curveOtherLamports(plan)) + firstBuy,
         });
-        // The graduation: sent by the service when the curve is full, paid by the same wallet.
+        // The graduation: sent by the service when the curve is full, paid by the owner's wallet.
+        if (options.graduation === false) break;
         if (plan.vesting && plan.allocations.vesting > 0) {
           costs.push({ step, accounts: await Promise.all(curveLockerAccounts(plan).map((a) => account(a.role, a.bytes))), signatures: 1, otherLamports: 0n });
           costs.push({ step, accounts: [], signatures: 1, otherLamports: 0n });

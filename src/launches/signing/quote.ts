@@ -19,7 +19,8 @@ export interface CreatorQuote extends LaunchQuote {
  */
 export async function creatorQuote(chain: ChainBackend, plan: LaunchPlan, steps: readonly StepName[]): Promise<CreatorQuote> {
   const creator = new PublicKey(plan.creator);
-  const costs = await launchCosts(chain, plan, steps, creator);
+  // The graduation is not the creator's to pay: the owner's funding wallet pays it (docs/signing.md).
+  const costs = await launchCosts(chain, plan, steps, creator, { graduation: false });
   const nonceCount = costs.transactions + 1;
   const rent = await chain.getMinimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH);
   const nonceRent = BigInt(nonceCount * rent);

@@ -31,8 +31,8 @@ export interface GraduatorOptions {
   chain: ChainBackend;
   /** The launch key master secret (src/launches/chainStepRunner.ts `launchKeySecret`): the position NFT keys derive from it. */
   keySecret: Buffer;
-  /** The owner's funding wallet of a launch (its payer); absent: the service's payer pays (launches made before funding). */
-  funding?: Pick<Funding, 'payerFor'> | undefined;
+  /** The owner's funding wallet of a launch (its payer, or the owner's wallet for a creator-signed curve); absent: the service's payer pays (launches made before funding). */
+  funding?: Pick<Funding, 'payerFor' | 'ownerPayer'> | undefined;
   signal: OutboxSignal;
   leaseMs: number;
   pollIntervalMs?: number;
@@ -50,6 +50,9 @@ function beneficiaryOf(request: string): PublicKey | undefined {
   const beneficiary = parseJson<{ vesting?: { beneficiary?: unknown } }>(request, {}).vesting?.beneficiary;
   return typeof beneficiary === 'string' ? new PublicKey(beneficiary) : undefined;
 }
+
+/** Whether a launch's request is creator-signed (docs/signing.md). */
+const creatorSigned = (request: string): boolean => parseJson<{ signing?: unknown }>(request, {}).signing === 'creator';
 
 /**
  * The graduation job (docs/programs.md, "Graduation"): claims due graduations (`curve_migrations`)
@@ -127,7 +130,7 @@ export class Graduator {
     if (!state) throw new Error(`curve ${row.pool} does not exist on the chain`);
     const launch = await db.selectFrom('launches').select(['id', 'owner', 'payer', 'request']).where('id', '=', row.launch_id).executeTakeFirst();
     if (!launch) throw new Error(`launch ${row.launch_id} is gone`);
-    const payer = await this.payerOf(launch);
+    const { keypair: payer, owned } = await this.payerOf(launch);
     const configInfo = await chain.getAccountInfo(state.config);
     if (!configInfo) throw new Error(`curve config ${state.config.toBase58()} does not exist on the chain`);
     const migration = await kit.buildMigrationInstructions({ pool, state, configData: configInfo.data, payer: payer.publicKey, firstNftMint: this.nftKey(row, 1).publicKey, secondNftMint: this.nftKey(row, 2).publicKey });
@@ -192,11 +195,11 @@ export class Graduator {
     const status = await chain.getSignatureStatus(sent.signature);
     if (!status || status.err) {
       // Ours failed and the curve is migrated all the same: someone else's migration landed first.
-      return this.complete(row, migration, state, { signature: await this.firstSignatureOf(migration.ammPool), paidBy: null, spent: spends, vesting, owned: launch.payer !== null });
+      return this.complete(row, migration, state, { signature: await this.firstSignatureOf(migration.ammPool), paidBy: null, spent: spends, vesting, owned });
     }
     await paid(sent.signature);
     logger.info({ signature: sent.signature, via: sent.via, lamports: spends.at(-1)?.lamports }, 'curve graduated to DAMM v2');
-    return this.complete(row, migration, state, { signature: sent.signature, paidBy, spent: spends, vesting, owned: launch.payer !== null });
+    return this.complete(row, migration, state, { signature: sent.signature, paidBy, spent: spends, vesting, owned });
   }
 
   /** The curve's locked vesting escrow after graduation, if it has one. */
@@ -246,9 +249,16 @@ export class Graduator {
     });
   }
 
-  private async payerOf(launch: { id: string; owner: string; payer: string | null }): Promise<Keypair> {
-    const paidBy = launch.payer === null ? undefined : await this.options.funding?.payerFor(launch);
-    return paidBy ? keypairFromSeed(Buffer.from(paidBy.payerSeed)) : this.options.chain.payer;
+  /**
+   * Who pays the migration: the launch's funding wallet; for a creator-signed curve (no payer: the
+   * creator paid the launch) the owner's funding wallet all the same, never the creator, whose key
+   * the service does not hold (docs/signing.md); the service's payer only for launches made before funding.
+   */
+  private async payerOf(launch: { id: string; owner: string; payer: string | null; request: string }): Promise<{ keypair: Keypair; owned: boolean }> {
+    const funding = this.options.funding;
+    if (launch.payer === null && funding && creatorSigned(launch.request)) return { keypair: keypairFromSeed(Buffer.from((await funding.ownerPayer(launch.owner)).payerSeed)), owned: true };
+    const paidBy = launch.payer === null ? undefined : await funding?.payerFor(launch);
+    return paidBy ? { keypair: keypairFromSeed(Buffer.from(paidBy.payerSeed)), owned: true } : { keypair: this.options.chain.payer, owned: false };
   }
 
   /** The position NFT mint keys of a launch's graduation: derived, so a re-signed transaction creates the same accounts. */
