@@ -35,6 +35,7 @@ import * as m048 from './048_delivery_leases.js';
 import * as m049 from './049_open_reservations.js';
 import * as m050 from './050_fee_auto_claims.js';
 import * as m051 from './051_claim_per_host.js';
+import * as m052 from './052_reserve_trigger_by_launch.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -74,6 +75,7 @@ export const migrations: Record<string, Migration> = {
   '049_open_reservations': m049,
   '050_fee_auto_claims': m050,
   '051_claim_per_host': m051,
+  '052_reserve_trigger_by_launch': m052,
 };
 
 export const migrationProvider: MigrationProvider = {
