@@ -4,7 +4,8 @@ import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { InvalidInputError, NotFoundError } from '../lib/errors.js';
 import { webhookUrlProblem } from '../webhooks/endpoints/request.js';
-import { endpointHost, endpointKey } from '../webhooks/endpointKey.js';
+import { endpointKey } from '../webhooks/endpointKey.js';
+import { endpointHost } from '../webhooks/outbox.js';
 
 export interface DestinationPatch {
   webhookUrl?: string;
