@@ -6,8 +6,8 @@ import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { insertLaunch } from '../../src/launches/store.js';
 import { newSortableId } from '../../src/lib/ids.js';
-import { endpointKey } from '../../src/webhooks/endpointKey.js';
-import { endpointHost, type WebhookEnvelope } from '../../src/webhooks/outbox.js';
+import { endpointHost, endpointKey } from '../../src/webhooks/endpointKey.js';
+import type { WebhookEnvelope } from '../../src/webhooks/outbox.js';
 
 export const BENCH_SECRET = 'whsec_bench_0123456789abcdef';
 

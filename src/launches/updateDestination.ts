@@ -4,8 +4,7 @@ import type { LaunchRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { InvalidInputError, NotFoundError } from '../lib/errors.js';
 import { webhookUrlProblem } from '../webhooks/endpoints/request.js';
-import { endpointKey } from '../webhooks/endpointKey.js';
-import { endpointHost } from '../webhooks/outbox.js';
+import { endpointHost, endpointKey } from '../webhooks/endpointKey.js';
 
 export interface DestinationPatch {
   webhookUrl?: string;

@@ -18,3 +18,8 @@ export function hostOfEndpoint(key: string): string {
     return key;
   }
 }
+
+/** The endpoint host a breaker is keyed by: `host[:port]` of the URL. */
+export function endpointHost(url: string): string {
+  return new URL(url).host.toLowerCase();
+}

@@ -1,14 +1,20 @@
-import type { Insertable } from 'kysely';
-import { compiledQuery, type CompiledStatement } from '../db/compiledQuery.js';
-import type { Db, DbOrTx } from '../db/database.js';
-import type { DeliveriesTable } from '../db/schema.js';
+import type { DbOrTx } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
 import { newSortableId } from '../lib/ids.js';
 import { currentTraceparent } from '../lib/tracing.js';
-import { endpointKey } from './endpointKey.js';
 import { filterMatches } from './endpoints/filters.js';
 import type { DeliveryOffer } from './sql/claimWork.js';
-import { contextOf, type ContextRow } from './dispatch/deliveryContext.js';
+import { handoffContext, type HandoffSecrets, type WrittenEvent } from './dispatch/deliveryContext.js';
+import {
+  deliveryRow,
+  endpointsStatement,
+  insertDeliveriesStatement,
+  insertEventsStatement,
+  insertRows,
+  nextSequenceStatement,
+  nextStreamSequenceStatement,
+  type NewDelivery,
+} from './sql/outboxRows.js';
 
 /** The webhook envelope (docs/events.md). Its serialized form is the body of every attempt. */
 export interface WebhookEnvelope<T = unknown> {
@@ -62,11 +68,6 @@ export interface OutboxSignal {
 }
 
 export const noopSignal: OutboxSignal = { notify: () => undefined };
-
-/** The endpoint host a breaker is keyed by: `host[:port]` of the URL. */
-export function endpointHost(url: string): string {
-  return new URL(url).host.toLowerCase();
-}
 
 /** An event to record: its kind, payload and the API request that caused it. */
 export interface EventToRecord {
@@ -141,15 +142,6 @@ export async function recordOwnerEvent(trx: DbOrTx, clock: Clock, input: EventTo
   return { eventId: envelope.id, sequence: envelope.sequence, deliveryId: rows[0]?.id ?? '', envelope };
 }
 
-/** Takes the next sequence number of an owner's own events (the first is 1). */
-const nextStreamSequenceStatement = compiledQuery<{ key: string }, { next_sequence: number }>((db: Db, p) =>
-  db
-    .insertInto('event_streams')
-    .values({ key: p.key, next_sequence: 2 })
-    .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ next_sequence: eb('event_streams.next_sequence', '+', 1) })))
-    .returning('next_sequence'),
-);
-
 /**
  * Records several events of one launch in order, with sequence numbers from `target.firstSequence`
  * on, which the caller has reserved in the same transaction (`next_sequence` raised by
@@ -181,23 +173,10 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
   const rows: NewDelivery[] = [];
   recorded.forEach(({ envelope, deliveryId }, i) => {
     const eventRow = eventRows[i]!;
+    const written: WrittenEvent = { launchId: target.launchId, owner: target.owner, eventId: envelope.id, event: envelope.event, sequence: envelope.sequence, body: eventRow.body, requestId: eventRow.request_id, traceParent };
     /** Hands the delivery over with its context, made from the rows just written as the claim makes it from the table's. */
-    const offer = (row: NewDelivery, secrets: Pick<ContextRow, 'webhook_secret_enc' | 'secret_enc' | 'signature_scheme' | 'previous_secret_enc' | 'previous_secret_expires_at'>): void => {
-      const ctx = contextOf({
-        id: row.id,
-        launch_id: target.launchId,
-        endpoint_id: row.endpoint_id ?? null,
-        owner: target.owner,
-        event_id: envelope.id,
-        event: envelope.event,
-        sequence: envelope.sequence,
-        body: eventRow.body,
-        request_id: eventRow.request_id,
-        rate_limit_per_second: null,
-        ordering: null,
-        trace_parent: traceParent,
-        ...secrets,
-      });
+    const offer = (row: NewDelivery, secrets: HandoffSecrets): void => {
+      const ctx = handoffContext(row.id, row.endpoint_id ?? null, written, secrets);
       if (ctx) handoff?.offers.push({ id: row.id, launchId: target.launchId, eventId: envelope.id, url: row.url, host: row.host, endpoint: row.endpoint, ctx });
     };
     const own = deliveryRow(deliveryId, now, envelope.id, target.launchId, target.owner, target.webhookUrl, null);
@@ -222,119 +201,6 @@ export async function insertEvents(trx: DbOrTx, clock: Clock, target: EventTarge
   });
   await insertRows(trx, insertDeliveriesStatement, rows);
   return recorded;
-}
-
-/** Rows per insert statement: far below both stores' parameter limits, and few compiled shapes. */
-const ROWS_PER_INSERT = 64;
-
-/** Inserts rows with a compiled multi-row insert (its shape is the number of rows), in bounded statements. */
-async function insertRows<R extends object>(trx: DbOrTx, insert: MultiRowInsert, rows: readonly R[]): Promise<void> {
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-    const count = Math.min(ROWS_PER_INSERT, rows.length - start);
-    const params: Record<string, unknown> = {};
-    for (let i = 0; i < count; i++) {
-      const row = rows[start + i] as Record<string, unknown>;
-      const keys = (insert.keys[i] ??= insert.columns.map((c) => `${i}.${c}`));
-      for (let c = 0; c < keys.length; c++) params[keys[c]!] = row[insert.columns[c]!];
-    }
-    await insert.statement.execute(trx, params, count);
-  }
-}
-
-interface MultiRowInsert {
-  statement: CompiledStatement<Record<string, unknown>>;
-  columns: readonly string[];
-  /** The parameter names of row `i` by column (`"3.body"`), built once per row index. */
-  keys: string[][];
-}
-
-/** A multi-row insert of `table`'s `columns` compiled per number of rows. */
-function multiRowInsert(table: 'outbox_events' | 'deliveries', columns: readonly string[]): MultiRowInsert {
-  const statement = compiledQuery<Record<string, unknown>>((db: Db, p, shape) =>
-    db.insertInto(table).values(Array.from({ length: Number(shape) }, (_, i) => Object.fromEntries(columns.map((c) => [c, p[`${i}.${c}`]])) as never)),
-  );
-  return { statement, columns, keys: [] };
-}
-
-/** Takes the launch's next event sequence number, with where and for whom its events are delivered (and the sealed secret, for a handoff). */
-const nextSequenceStatement = compiledQuery<{ id: string }, { next_sequence: number; webhook_url: string; owner: string; webhook_secret_enc: string }>((db: Db, p) =>
-  db
-    .updateTable('launches')
-    .set((eb) => ({ next_sequence: eb('next_sequence', '+', 1) }))
-    .where('id', '=', p.id)
-    .returning(['next_sequence', 'webhook_url', 'owner', 'webhook_secret_enc']),
-);
-
-const insertEventsStatement = multiRowInsert('outbox_events', ['id', 'launch_id', 'sequence', 'event', 'body', 'request_id', 'created_at', 'trace_parent']);
-
-const insertDeliveriesStatement = multiRowInsert('deliveries', [
-  'id',
-  'event_id',
-  'launch_id',
-  'url',
-  'host',
-  'endpoint',
-  'status',
-  'attempt_count',
-  'next_attempt_at',
-  'lease_owner',
-  'lease_expires_at',
-  'last_error',
-  'last_status_code',
-  'created_at',
-  'updated_at',
-  'completed_at',
-  'endpoint_id',
-  'owner',
-]);
-
-/** The owner's enabled webhook endpoints (as `enabledEndpointsOf`) with their sealed secrets (for a handoff), compiled once. */
-const endpointsStatement = compiledQuery<
-  { owner: string },
-  { id: string; url: string; events: string; secret_enc: string; signature_scheme: 'service' | 'standard'; previous_secret_enc: string | null; previous_secret_expires_at: number | null; rate_limit_per_second: number | null; ordering: string | null }
->((db: Db, p) =>
-  db
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'url', 'events', 'secret_enc', 'signature_scheme', 'previous_secret_enc', 'previous_secret_expires_at', 'rate_limit_per_second', 'ordering'])
-    .where('owner', '=', p.owner)
-    .where('disabled_at', 'is', null),
-);
-
-type NewDelivery = Insertable<DeliveriesTable>;
-
-/** The breaker keys of a URL, remembered: a launch's events go to the same few URLs. */
-const urlKeys = new Map<string, { host: string; endpoint: string }>();
-function keysOf(url: string): { host: string; endpoint: string } {
-  let keys = urlKeys.get(url);
-  if (!keys) {
-    if (urlKeys.size >= 1000) urlKeys.clear();
-    keys = { host: endpointHost(url), endpoint: endpointKey(url) };
-    urlKeys.set(url, keys);
-  }
-  return keys;
-}
-
-/** A pending delivery row, due at once. */
-function deliveryRow(id: string, now: number, eventId: string, launchId: string, owner: string, url: string, endpointId: string | null): NewDelivery {
-  return {
-    id,
-    event_id: eventId,
-    launch_id: launchId,
-    owner,
-    url,
-    ...keysOf(url),
-    status: 'pending',
-    attempt_count: 0,
-    next_attempt_at: now,
-    lease_owner: null,
-    lease_expires_at: null,
-    last_error: null,
-    last_status_code: null,
-    created_at: now,
-    updated_at: now,
-    completed_at: null,
-    endpoint_id: endpointId,
-  };
 }
 
 /**

@@ -5,7 +5,7 @@ import { createApp } from '../../src/http/app.js';
 import { RateLimiter } from '../../src/http/middleware/rateLimit.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { breakerVerdict } from '../../src/webhooks/breakerRegistry.js';
+import { breakerVerdict } from '../../src/webhooks/breakerVerdict.js';
 import { delayHonouringRetryAfter, parseRetryAfter } from '../../src/webhooks/retryAfter.js';
 import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, startReceiver, engineConfig, type Receiver, type TestDb } from '../support/webhooks.js';

@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { BreakerRegistry } from '../../webhooks/breakerRegistry.js';
 import type { WebhookHttpClient } from '../../webhooks/httpClient.js';
-import { endpointHost } from '../../webhooks/outbox.js';
+import { endpointHost } from '../../webhooks/endpointKey.js';
 import { isWebhookEventKind, sampleEnvelope, WEBHOOK_EVENT_KINDS, type WebhookEventKind } from '../../webhooks/sampleEvents.js';
 import { buildDeliveryHeaders } from '../../webhooks/signature.js';
 import { invalidRequest } from '../errors.js';

@@ -89,3 +89,41 @@ export function contextOf(row: ContextRow): DeliveryContext | undefined {
   if (row.trace_parent !== undefined && row.trace_parent !== null) ctx.traceParent = row.trace_parent;
   return ctx;
 }
+
+/** An event as the outbox has just written it, for the context of a delivery handed off at commit. */
+export interface WrittenEvent {
+  launchId: string;
+  owner: string;
+  eventId: string;
+  event: string;
+  sequence: number;
+  body: string;
+  requestId: string | null;
+  traceParent: string | null;
+}
+
+/** The sealed secret(s) a handed-off delivery is signed with: the launch's, or its endpoint's. */
+export type HandoffSecrets = Pick<ContextRow, 'webhook_secret_enc' | 'secret_enc' | 'signature_scheme' | 'previous_secret_enc' | 'previous_secret_expires_at'>;
+
+/**
+ * The context of a delivery the outbox has just inserted (outbox.ts, handed to this process's
+ * dispatcher at commit), made by {@link contextOf} from the rows written as the claim makes it from
+ * the table's. Throttled and ordered endpoints' deliveries are never handed off, so neither is set.
+ */
+export function handoffContext(deliveryId: string, endpointId: string | null, event: WrittenEvent, secrets: HandoffSecrets): DeliveryContext | undefined {
+  return contextOf({
+    id: deliveryId,
+    launch_id: event.launchId,
+    endpoint_id: endpointId,
+    owner: event.owner,
+    event_id: event.eventId,
+    event: event.event,
+    sequence: event.sequence,
+    body: event.body,
+    request_id: event.requestId,
+    rate_limit_per_second: null,
+    ordering: null,
+    trace_parent: event.traceParent,
+    ...secrets,
+  });
+}

@@ -8,8 +8,7 @@ import { DEFAULT_OWNER_LIMITS } from '../../config/config.js';
 import { lockBound } from '../../db/dialect.js';
 import { LimitReachedError, NotFoundError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { endpointKey } from '../endpointKey.js';
-import { endpointHost } from '../outbox.js';
+import { endpointHost, endpointKey } from '../endpointKey.js';
 import type { EndpointCreateInput, EndpointPatchInput } from './request.js';
 import { disableEndpoint, enableEndpoint, findEndpoint } from './store.js';
 
