@@ -64,6 +64,9 @@ export interface ClaimOutcome {
 
 const WSOL = NATIVE_MINT.toBase58();
 
+/** A position's claim landed and the payment of what it claimed failed: the claim stays running, for its next run to pay. */
+class PaymentFailedError extends Error {}
+
 /**
  * Creator fees of a launch (docs/funding.md, "Creator fees"): what is claimable, read from the chain,
  * and claims that pay it to the launch's recipient. A claim is recorded with what it will claim
@@ -227,6 +230,12 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
       }
     } catch (error) {
       if (error instanceof ClaimFencedError) throw new ConflictError('Another request took this fee claim over; retry shortly', undefined, 'claim_in_progress');
+      if (error instanceof PaymentFailedError) {
+        // Not failed: the claim's next run (the next claim request of the launch, or the auto-claimer) pays what it claimed.
+        logger.warn({ err: error }, 'fee payment failed; the next claim of the launch pays it');
+        await releaseClaim(db, row, error.message, clock.now());
+        throw new UnavailableError(`The fee claim is not paid yet: ${error.message}. The claimed SOL waits in the claim's wrapped-SOL account; the next claim request of the launch pays it`, 2, 'claim_payment_failed');
+      }
       const message = error instanceof Error ? error.message : String(error);
       if (error instanceof NonRetriableError && sent.length === 0 && Object.keys(pending).length === 0) {
         await failClaim(db, row, message, clock.now());
@@ -290,14 +299,24 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
     const lamports = got[WSOL] ?? 0n;
     const wsolIndex = tx.accountKeys.indexOf(targets.wsol.address.toBase58());
     const wsolHeld = BigInt(tx.postBalances[wsolIndex] ?? 0);
+    const paymentLabel = `payment:${source.address}`;
     const payment = await sendIdempotent(ctx, {
-      label: `payment:${source.address}`,
+      label: paymentLabel,
       type: 'fee_payment',
       instructions: () => buildPositionPaymentInstructions({ owner, wsolAccount: targets.wsol.address, recipient: args.recipient, lamports }),
       signers: [],
       rentLamports: 0,
       // Only this transaction closes the claim's wrapped-SOL account.
       postcondition: async () => (await chain.getAccountInfo(targets.wsol.address)) === null,
+    }).catch(async (error: unknown) => {
+      if (!(error instanceof NonRetriableError && error.code === 'program_error')) throw error;
+      // The claim landed: its SOL waits in the claim's wrapped-SOL account. The failed payment is
+      // forgotten, so the claim's next run signs it anew; it cannot pay twice, since a payment pays
+      // only by closing that one account in the same transaction.
+      const { [paymentLabel]: failed, ...rest } = ctx.pending;
+      await recordClaimPending(db, row, rest, clock.now());
+      delete ctx.pending[paymentLabel];
+      throw new PaymentFailedError(`the claim ${claimed.signature} landed and its payment${failed ? ` ${failed.signature}` : ''} failed: ${error.message}`, { cause: error });
     });
     const amounts = Object.fromEntries(Object.entries(got).filter(([, v]) => v > 0n).map(([m, v]) => [m, v.toString()]));
     // What the wallet spent, the claimed SOL passing through: the claim's fee and rent (the

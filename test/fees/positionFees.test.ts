@@ -1,5 +1,7 @@
 import { getAssociatedTokenAddressSync, NATIVE_MINT, TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
-import { Keypair, PublicKey } from '@solana/web3.js';
+import { Keypair, PublicKey, VersionedTransaction } from '@solana/web3.js';
+import bs58 from 'bs58';
+import { NonRetriableError } from '../../src/lib/retry.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
 import { dammKit, leUint, pendingPositionFees } from '../../src/chain/programs/dbc/dammPosition.js';
@@ -248,4 +250,61 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a graduated curve's DAMM
     expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(paid);
     expect(await t.service.db.selectFrom('outbox_events').select('id').where('launch_id', '=', g.id).where('event', '=', 'fees.claimed').execute()).toHaveLength(2);
   }, 180_000);
+  it('a position claim whose payment fails after the claim landed stays running; the next claim request pays the claimed SOL, exactly once', async () => {
+    const key = await t.key('unpaid', ['launches:write', 'launches:read']);
+    const creator = Keypair.generate().publicKey;
+    const g = await graduatedLaunch(t, key, curveBody({ creator: creator.toBase58() }));
+    expect((await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, json: {} })).status).toBe(200);
+    const amm = dammTrader(t.service.chain);
+    await amm.swap(g.trader, g.ammPool, 'sell', (await amm.tokenBalance(g.trader.publicKey, g.ammPool)) / 3n);
+    const before = BigInt(await t.service.chain.getBalance(creator));
+
+    // The payment's send answers a program error once (injected: the chain here cannot be made to
+    // refuse that transfer, so the test's chain refuses those bytes, as a failing preflight does).
+    const chain = t.service.chain;
+    const send = chain.sendRawTransaction.bind(chain);
+    let refuse: string | undefined;
+    let refused = 0;
+    const failing = t.service.fees.withBeforeSend(async (row) => {
+      const recorded = (await t.service.db.selectFrom('fee_claims' as never).select(['pending' as never]).where('id' as never, '=', row.id as never).executeTakeFirstOrThrow()) as { pending: string };
+      const payment = Object.entries(JSON.parse(recorded.pending) as Record<string, { signature: string }>).find(([label]) => label.startsWith('payment:'));
+      if (payment && refused === 0) refuse = payment[1].signature;
+    });
+    chain.sendRawTransaction = async (bytes: Uint8Array) => {
+      if (refuse !== undefined && bs58.encode(VersionedTransaction.deserialize(bytes).signatures[0]!) === refuse) {
+        refuse = undefined;
+        refused += 1;
+        throw new NonRetriableError('program_error', 'transaction failed: custom program error (injected)');
+      }
+      return send(bytes);
+    };
+    try {
+      const first = await failing.claim('unpaid', g.id, { idempotencyKey: 'unpaid-1' }).then(
+        () => undefined,
+        (e: unknown) => e as { code?: string },
+      );
+      expect(refused).toBe(1);
+      expect(first?.code).toBe('claim_payment_failed');
+    } finally {
+      chain.sendRawTransaction = send;
+    }
+    // The claim landed; the SOL is in the claim's wrapped-SOL account, not the creator's; the claim is running, not failed.
+    const row = (await t.service.db.selectFrom('fee_claims' as never).selectAll().where('idempotency_key' as never, '=', 'unpaid-1' as never).executeTakeFirstOrThrow()) as any;
+    expect(row.state).toBe('running');
+    expect(Object.keys(JSON.parse(row.pending))).toEqual([`amm-position:${g.position.toBase58()}`]);
+    expect(BigInt(await t.service.chain.getBalance(creator))).toBe(before);
+
+    // The next claim request of the launch (another key) finishes it first: the payment signed anew pays the creator.
+    const next = await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'unpaid-2' } });
+    expect(next.status).toBe(200);
+    const done = (await t.service.db.selectFrom('fee_claims' as never).selectAll().where('idempotency_key' as never, '=', 'unpaid-1' as never).executeTakeFirstOrThrow()) as any;
+    expect(done.state).toBe('done');
+    const paid = BigInt(JSON.parse(done.amounts)[WSOL]);
+    expect(paid > 0n).toBe(true);
+    expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(paid);
+    // Asked again, nothing more is paid.
+    expect((await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'unpaid-1' } })).status).toBe(200);
+    expect((await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, json: {} })).status).toBe(200);
+    expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(paid);
+  }, 240_000);
 });
