@@ -79,15 +79,21 @@ async function waitAllDelivered(service: Service, ids: string[]): Promise<void> 
   }
 }
 
+/** The request bodies of `count` launches, each with a fresh creator key: the client's work, made before any clock or CPU count starts. */
+function requestBodies(webhookUrl: string, count: number): string[] {
+  return Array.from({ length: count }, () => JSON.stringify(launchRequest(webhookUrl)));
+}
+
 /**
  * End to end: POST /api/launches → runner → complete, and every webhook of those launches delivered
  * to a local receiver (the clock stops at the last one). The
- * request bodies (each with a fresh creator key) are made before the clock starts, as the bare side
- * makes its plans before its clock: generating a key pair in JavaScript is the client's work, not
- * the service's (it was ~2 % of the measured window).
+ * request bodies (each with a fresh creator key, {@link requestBodies}) are made before the clock
+ * starts, as the bare side makes its plans before its clock: generating a key pair in JavaScript is
+ * the client's work, not the service's (it was ~2 % of the measured window, and 3.6 % of the
+ * process's CPU in the pipeline-service-cpu window while it was made inside it).
  */
-async function endToEnd(service: Service, key: string, webhookUrl: string, count: number): Promise<number> {
-  const bodies = Array.from({ length: count }, () => JSON.stringify(launchRequest(webhookUrl)));
+async function endToEnd(service: Service, key: string, bodies: string[]): Promise<number> {
+  const count = bodies.length;
   const started = performance.now();
   const ids = await Promise.all(
     bodies.map(async (body) => {
@@ -262,14 +268,14 @@ async function measureService(dir: string, secretKey: Buffer, receiverUrl: strin
     // throughput (with one round of 20, the first measured round paid it: round ratios 0.37-0.38
     // against 0.39-0.57 after it in runs S-U).
     for (let done = 0; done < WARM_UP; done += count) {
-      await endToEnd(service, key, receiverUrl, Math.min(count, WARM_UP - done));
+      await endToEnd(service, key, requestBodies(receiverUrl, Math.min(count, WARM_UP - done)));
       await bareChain(bare, secretKey, receiverUrl, Math.min(count, WARM_UP - done));
     }
     const rounds: Rounds = [];
     const extra: Rounds = [];
     const cpuMsPerLaunch: number[] = [];
     for (let round = 0; round < 3; round++) {
-      const value = await endToEnd(service, key, receiverUrl, count);
+      const value = await endToEnd(service, key, requestBodies(receiverUrl, count));
       const baseline = await bareChain(bare, secretKey, receiverUrl, count);
       rounds.push({ value, baseline });
       if (thread) {
@@ -280,8 +286,9 @@ async function measureService(dir: string, secretKey: Buffer, receiverUrl: strin
         // The process's CPU while the chain work is replayed: the service's own work per launch
         // (API, runner, events, deliveries; the receiver is another process), which the machine's
         // load stretches in wall time but hardly in CPU time.
+        const bodies = requestBodies(receiverUrl, count);
         const cpu = process.cpuUsage();
-        extra.push({ value: await endToEnd(service, key, receiverUrl, count), baseline });
+        extra.push({ value: await endToEnd(service, key, bodies), baseline });
         const used = process.cpuUsage(cpu);
         cpuMsPerLaunch.push((used.user + used.system) / 1000 / count);
         steps.replay = false;
