@@ -210,6 +210,8 @@ export async function createService(
       logger,
       deadlineMs: config.runner.signingDeadlineMs,
     });
+    /** Launches whose completion made watches (or a curve's graduation record), until the commit wakes the watchers. */
+    const madeWatches = new Set<string>();
     const runner = new LaunchRunner({
       db,
       clock,
@@ -223,9 +225,11 @@ export async function createService(
       beforeFail: returnNonceRent({ chain, signing, logger: logger.child({ component: 'signing' }) }),
       // A completed launch gets its watches in the same transaction (docs/watcher.md).
       onComplete: async (trx, launchId, results, now) => {
-        await insertWatches(trx, { launchId, watches: watchesForLaunch(results), now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs });
+        const watches = watchesForLaunch(results);
+        await insertWatches(trx, { launchId, watches, now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs });
         // A bonding curve's graduation record, with its watch (docs/programs.md, "Graduation").
-        await insertCurveMigrationFor(trx, launchId, results, now);
+        const graduates = await insertCurveMigrationFor(trx, launchId, results, now);
+        if (watches.length > 0 || graduates) madeWatches.add(launchId);
         // Its fees' auto-claim, when the request set autoClaimMinLamports (docs/funding.md, "Auto-claim").
         await insertAutoClaimFor(trx, launchId, results, now);
       },
@@ -233,7 +237,13 @@ export async function createService(
       // this process. Against a cluster a launch mostly waits on the network, so holding it back
       // relieves nothing (on a busy machine it would run launches one by one).
       busy: chain.kind === 'rpc' ? undefined : () => webhooks.engine.loopLag.busy(),
-      completed: () => (watcher.wake(), wakeups.publish('watches')),
+      // Only a launch that made watches wakes the watchers: a turn with nothing due is still a claim
+      // transaction, and most launches (token-2022 without vesting, DAO or pool) make none.
+      completed: (launchId) => {
+        if (!madeWatches.delete(launchId)) return;
+        watcher.wake();
+        wakeups.publish('watches');
+      },
       leaseMs: config.runner.leaseMs,
       transientDeadlineMs: config.runner.transientDeadlineMs,
       // Every RPC endpoint's breaker open: hold launches rather than spend their tries on fast failures.

@@ -18,8 +18,8 @@ export interface LaunchRunnerOptions extends LaunchRunDeps {
   chainAvailable?: () => boolean;
   /** True while the event loop runs late: run one launch at a time, so requests (health first) get their turn. */
   busy?: () => boolean;
-  /** After a launch's completion committed (its watches with it): wakes the watchers. */
-  completed?: () => void;
+  /** After a launch's completion committed (its watches with it): wakes the watchers if it made any. */
+  completed?: (launchId: string) => void;
 }
 
 /**
@@ -131,7 +131,7 @@ export class LaunchRunner {
       const durationMs = this.options.clock.now() - launch.created_at;
       if (outcome.kind === 'complete') {
         logger.info({ durationMs, mint: outcome.mint }, 'launch complete');
-        this.options.completed?.();
+        this.options.completed?.(launch.id);
       }
       if (outcome.kind === 'failed') logger.warn({ durationMs, step: outcome.step, code: outcome.code }, 'launch failed');
       if (outcome.kind === 'retry') {
