@@ -41,9 +41,9 @@ export interface HistoryTransaction {
   logs: string[];
   preTokenBalances: TokenBalance[];
   postTokenBalances: TokenBalance[];
-  /** Lamports of each account (as `accountKeys`) before and after; index 0 is the fee payer. */
-  preBalances: number[];
-  postBalances: number[];
+  /** Lamports of each account (as `accountKeys`) before and after, exact; index 0 is the fee payer. */
+  preBalances: bigint[];
+  postBalances: bigint[];
 }
 
 /** Filters of a program-account scan, as in `getProgramAccounts`. */

@@ -122,7 +122,7 @@ async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<Sen
   const signatures = 1 + spec.signers.filter((s) => !s.publicKey.equals(payer)).length;
   const needed = spec.rentLamports + estimateFee(chain.fees, signatures);
   // A launch paid by an owner's wallet never spends past what it reserved (docs/funding.md).
-  if (ctx.budget && needed > ctx.budget.remainingLamports) {
+  if (ctx.budget && BigInt(needed) > ctx.budget.remainingLamports) {
     throw new NonRetriableError(
       'reservation_exceeded',
       `${spec.type} needs up to ${needed} lamports but only ${ctx.budget.remainingLamports} of the launch's reservation remain; nothing was sent`,
@@ -150,7 +150,7 @@ async function sendOrResume(ctx: StepContext, spec: IdempotentSend): Promise<Sen
     }
     throw error;
   }
-  if (ctx.budget) ctx.budget.remainingLamports -= needed;
+  if (ctx.budget) ctx.budget.remainingLamports -= BigInt(needed);
   // Until it is seen or its blockhash expires, the same bytes go out again every ~2 s (RPC).
   await chain.confirmTransaction(pending.signature, pending.lastValidBlockHeight, commitment, { rebroadcast: bytes });
   log.info({ signature: pending.signature }, 'transaction confirmed');

@@ -5,6 +5,7 @@ import type { Db } from '../db/database.js';
 import { listEntries, reservedLamports, type LedgerEntry } from '../funding/ledger.js';
 import { limitsOf, readLimits, type FundingLimits } from '../funding/limits.js';
 import { formatSol } from '../funding/sol.js';
+import { selectWallets } from '../funding/wallets.js';
 import { Address, Badge, time } from './layout.js';
 import { explorerUrl } from './launch.js';
 import type { DashboardUser } from './session.js';
@@ -49,7 +50,7 @@ async function balanceWithin(read: () => Promise<bigint>, timeoutMs: number): Pr
  * page at most `timeoutMs` and shows "unavailable".
  */
 export async function loadFunding(db: Db, user: DashboardUser, balanceOf: (address: string) => Promise<bigint>, timeoutMs: number, defaults: OwnerLimits): Promise<FundingPageData> {
-  let query = db.selectFrom('funding_wallets').selectAll().orderBy('owner');
+  let query = selectWallets(db).orderBy('owner');
   if (!user.isAdmin) query = query.where('owner', '=', user.owner);
   const wallets = await query.limit(OWNERS_PER_PAGE + 1).execute();
   const shown = wallets.slice(0, OWNERS_PER_PAGE);

@@ -231,13 +231,13 @@ export interface FundingWalletsTable {
   address: string;
   /** The keypair's 32-byte seed, base64, sealed under SECRET_KEY. */
   seed_enc: string;
-  max_lamports_per_launch: NullableLamportsColumn;
-  max_lamports_per_day: NullableLamportsColumn;
+  max_lamports_per_launch: WalletLamportsColumn;
+  max_lamports_per_day: WalletLamportsColumn;
   max_launches_per_day: number | null;
-  low_balance_lamports: NullableLamportsColumn;
+  low_balance_lamports: WalletLamportsColumn;
   low_balance: Generated<number>;
-  seen_balance: NullableLamportsColumn;
-  withdrawing_lamports: NullableLamportsColumn;
+  seen_balance: WalletLamportsColumn;
+  withdrawing_lamports: WalletLamportsColumn;
   withdrawing_until: number | null;
   created_at: number;
   updated_at: number;
@@ -248,6 +248,8 @@ export type FundingEntryKind = 'reserve' | 'spend' | 'release' | 'withdraw' | 'd
 /** Lamports in a bigint column: written exactly (a bigint binds as one), read as a number unless cast to text. */
 type LamportsColumn = ColumnType<number, number | bigint, number | bigint>;
 type NullableLamportsColumn = ColumnType<number | null, number | bigint | null, number | bigint | null>;
+/** A wallet row's lamports: every read of the row casts them to text (funding/wallets.ts `walletColumns`), exact above 2^53. */
+type WalletLamportsColumn = ColumnType<string | null, number | bigint | null, number | bigint | null>;
 
 /** An immutable ledger entry; reservations are derived from these, never stored as a balance. */
 export interface FundingLedgerTable {

@@ -321,10 +321,10 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
     const amounts = Object.fromEntries(Object.entries(got).filter(([, v]) => v > 0n).map(([m, v]) => [m, v.toString()]));
     // What the wallet spent, the claimed SOL passing through: the claim's fee and rent (the
     // wrapped-SOL account's comes back with the payment), the payment's fee.
-    const spends: Array<{ signature: string; lamports: number }> = [];
-    if (tx.accountKeys[0] === owner.toBase58()) spends.push({ signature: claimed.signature, lamports: Number(BigInt(tx.preBalances[0]! - tx.postBalances[0]!) - (wsolHeld - lamports)) });
+    const spends: Array<{ signature: string; lamports: bigint }> = [];
+    if (tx.accountKeys[0] === owner.toBase58()) spends.push({ signature: claimed.signature, lamports: tx.preBalances[0]! - tx.postBalances[0]! - (wsolHeld - lamports) });
     const paid = await walletPaid(payment.signature, owner);
-    if (paid !== undefined) spends.push({ signature: payment.signature, lamports: Number(BigInt(paid) + (wsolHeld - lamports)) });
+    if (paid !== undefined) spends.push({ signature: payment.signature, lamports: paid + (wsolHeld - lamports) });
     return { source, signature: claimed.signature, signatures: [claimed.signature, payment.signature], amounts, spends, paymentSignature: payment.signature };
   }
 
@@ -340,9 +340,9 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
   }
 
   /** What a transaction took from the wallet when the wallet paid it (its fee payer). */
-  async function walletPaid(signature: string, wallet: PublicKey): Promise<number | undefined> {
+  async function walletPaid(signature: string, wallet: PublicKey): Promise<bigint | undefined> {
     const tx = await landedTransaction(signature);
-    return tx.accountKeys[0] === wallet.toBase58() ? (tx.preBalances[0] ?? 0) - (tx.postBalances[0] ?? 0) : undefined;
+    return tx.accountKeys[0] === wallet.toBase58() ? (tx.preBalances[0] ?? 0n) - (tx.postBalances[0] ?? 0n) : undefined;
   }
 
   async function complete(launch: FeeLaunch, row: FeeClaimRow, signer: Keypair, sent: Sent[]): Promise<FeeClaimRow> {
@@ -358,7 +358,7 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
         if (s.source.kind === 'amm-position') Object.assign(data, { position: s.source.address, paymentSignature: s.paymentSignature });
         await recordEvent(trx, clock, { launchId: launch.id, event: 'fees.claimed', data });
         for (const spend of launch.payer !== null ? s.spends : []) {
-          if (spend.lamports > 0) await insertEntry(trx, { owner: launch.owner, launchId: launch.id, kind: 'spend', lamports: spend.lamports, signature: spend.signature, details: { feeClaim: row.id }, now });
+          if (spend.lamports > 0n) await insertEntry(trx, { owner: launch.owner, launchId: launch.id, kind: 'spend', lamports: spend.lamports, signature: spend.signature, details: { feeClaim: row.id }, now });
         }
       }
     });
@@ -394,7 +394,7 @@ interface Sent {
   /** Every transaction of the source (a position's claim and its payment). */
   signatures: string[];
   amounts: Record<string, string>;
-  spends: Array<{ signature: string; lamports: number }>;
+  spends: Array<{ signature: string; lamports: bigint }>;
   paymentSignature?: string;
 }
 

@@ -94,7 +94,7 @@ export function createFunding(deps: FundingDeps) {
     return { balance, reserved, available: max0(balance - reserved), readAt };
   }
 
-  /** A withdrawal's hold on the row (a fee-sized amount below 2^53 at any real balance; BigInt of what was read). */
+  /** A withdrawal's hold on the row: its lamports and fee, exact (read as text, wallets.ts). */
   function withdrawing(row: FundingWalletRow, now: number): bigint {
     return row.withdrawing_lamports !== null && row.withdrawing_until !== null && Number(row.withdrawing_until) > now ? BigInt(row.withdrawing_lamports) : 0n;
   }
@@ -198,15 +198,13 @@ export function createFunding(deps: FundingDeps) {
     },
 
     /** What the runner hands the step runner for an owner-funded launch: the payer's seed and what is left of the reservation. */
-    async payerFor(launch: { id: string; owner: string; payer: string | null }): Promise<{ payerSeed: Uint8Array; budgetLamports: number | undefined } | undefined> {
+    async payerFor(launch: { id: string; owner: string; payer: string | null }): Promise<{ payerSeed: Uint8Array; budgetLamports: bigint | undefined } | undefined> {
       if (launch.payer === null) return undefined;
       const row = await findWallet(db, launch.owner);
       if (!row || row.address !== launch.payer) throw new Error(`launch ${launch.id}: its payer ${launch.payer} is not ${launch.owner}'s funding wallet`);
       const reservation = await launchReservation(db, launch.id);
-      // The step runner budgets in JS numbers (one transaction's needs); a rest past 2^53 is passed as
-      // 2^53 − 1, below the exact rest, so a launch still never spends more than it reserved.
-      const rest = reservation?.open ? max0(reservation.reserved - reservation.spent) : undefined;
-      const budgetLamports = rest === undefined ? undefined : Number(rest > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : rest);
+      // Exact: a launch never spends more than it reserved, and a reservation past 2^53 (a pool's SOL) is usable whole.
+      const budgetLamports = reservation?.open ? max0(reservation.reserved - reservation.spent) : undefined;
       return { payerSeed: walletSeed(deps.secretBox, row), budgetLamports };
     },
 
@@ -220,7 +218,7 @@ export function createFunding(deps: FundingDeps) {
     },
 
     /** In a step's completion transaction: a `spend` entry for each transaction not recorded yet. */
-    async recordSpends(trx: DbOrTx, launch: { id: string; owner: string; payer: string | null }, spent: ReadonlyArray<{ signature: string; lamports: number }>): Promise<void> {
+    async recordSpends(trx: DbOrTx, launch: { id: string; owner: string; payer: string | null }, spent: ReadonlyArray<{ signature: string; lamports: bigint }>): Promise<void> {
       if (launch.payer === null || spent.length === 0) return;
       const known = await recordedSpends(trx, launch.id);
       const now = clock.now();

@@ -15,10 +15,7 @@ export const MAX_LIMIT_LAMPORTS = 2n ** 63n - 1n;
 
 const lamports = (v: number | bigint | string | null) => (v === null ? null : BigInt(v));
 
-/**
- * The limits of a wallet row as read with selectAll (a number per bigint column: exact below 2^53,
- * enough for display); {@link readLimits} reads them exactly.
- */
+/** The limits of a wallet row (its lamports read as text, wallets.ts `selectWallets`): exact. */
 export function limitsOf(wallet: Pick<FundingWalletRow, 'max_lamports_per_launch' | 'max_lamports_per_day' | 'max_launches_per_day' | 'low_balance_lamports'>): FundingLimits {
   return {
     maxLamportsPerLaunch: lamports(wallet.max_lamports_per_launch),

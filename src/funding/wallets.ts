@@ -7,9 +7,21 @@ import type { DbOrTx } from '../db/database.js';
 import { isPostgres } from '../db/dialect.js';
 import type { FundingWalletRow } from '../db/schema.js';
 
+/**
+ * Every column of a wallet row, its lamport amounts read as decimal text: a bigint column read as a
+ * JS number rounds from 2^53 on (SQLite), so no read of the row goes through `selectAll`.
+ */
+export function selectWallets(db: DbOrTx) {
+  const text = (column: 'max_lamports_per_launch' | 'max_lamports_per_day' | 'low_balance_lamports' | 'seen_balance' | 'withdrawing_lamports') => sql<string | null>`cast(${sql.ref(column)} as text)`.as(column);
+  return db
+    .selectFrom('funding_wallets')
+    .select(['owner', 'address', 'seed_enc', 'max_launches_per_day', 'low_balance', 'withdrawing_until', 'created_at', 'updated_at'])
+    .select([text('max_lamports_per_launch'), text('max_lamports_per_day'), text('low_balance_lamports'), text('seen_balance'), text('withdrawing_lamports')]);
+}
+
 /** The owner's funding wallet, or undefined before its first use. */
 export async function findWallet(db: DbOrTx, owner: string): Promise<FundingWalletRow | undefined> {
-  return db.selectFrom('funding_wallets').selectAll().where('owner', '=', owner).executeTakeFirst();
+  return selectWallets(db).where('owner', '=', owner).executeTakeFirst();
 }
 
 /**
@@ -24,7 +36,7 @@ export async function ownerKnown(db: DbOrTx, owner: string): Promise<boolean> {
 
 /** The owner's wallet row, locked for the rest of the transaction on PostgreSQL. */
 export async function lockWallet(trx: DbOrTx, owner: string): Promise<FundingWalletRow> {
-  let query = trx.selectFrom('funding_wallets').selectAll().where('owner', '=', owner);
+  let query = selectWallets(trx).where('owner', '=', owner);
   if (isPostgres(trx)) query = query.forUpdate();
   return query.executeTakeFirstOrThrow();
 }

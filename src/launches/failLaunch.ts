@@ -14,7 +14,7 @@ import { failStep, updateLeasedLaunchOrThrow, type LaunchLease } from './runStor
  */
 export async function failLaunch(
   deps: { db: Db; clock: Clock; signal: OutboxSignal; launch: LaunchRow; lease: LaunchLease; funding?: Pick<Funding, 'release' | 'recordSpends'> | undefined; beforeFail?: ((launch: LaunchRow) => Promise<void>) | undefined },
-  failure: { step: string; code: string; message: string; results: Record<string, unknown>; deadLetter?: boolean; spent?: ReadonlyArray<{ signature: string; lamports: number }> },
+  failure: { step: string; code: string; message: string; results: Record<string, unknown>; deadLetter?: boolean; spent?: ReadonlyArray<{ signature: string; lamports: bigint }> },
 ): Promise<void> {
   const { launch } = deps;
   await deps.beforeFail?.(launch);

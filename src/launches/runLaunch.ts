@@ -277,7 +277,7 @@ async function saveStep(args: RunArgs, logger: Logger, save: () => Promise<void>
  * without them (the failure must commit). Throws when the database takes neither: the runner then
  * releases the launch and a later run resumes the step from its recorded transactions.
  */
-async function failWithSpends(args: RunArgs, logger: Logger, failure: { step: string; code: string; message: string; results: Record<string, unknown> }, spent: ReadonlyArray<{ signature: string; lamports: number }>): Promise<void> {
+async function failWithSpends(args: RunArgs, logger: Logger, failure: { step: string; code: string; message: string; results: Record<string, unknown> }, spent: ReadonlyArray<{ signature: string; lamports: bigint }>): Promise<void> {
   if (spent.length > 0 && args.funding) {
     try {
       await failLaunch(args, { ...failure, spent });

@@ -19,7 +19,7 @@ export interface StepRunInput {
    */
   payerSeed?: Uint8Array | undefined;
   /** What the launch may still spend of its reservation (owner-funded launches). */
-  budgetLamports?: number | undefined;
+  budgetLamports?: bigint | undefined;
   /**
    * A creator-signed launch (docs/signing.md): the creator pays (its address) and this step's
    * transactions are the ones the creator signed, by label; nothing is signed by the service.

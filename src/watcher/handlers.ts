@@ -161,7 +161,7 @@ export const fundingHandler: WatchHandler = {
   async process(watch, transactions) {
     const owner = streamOwner(watch.launchId);
     const events: FoundEvent[] = [];
-    let last: { balance: number; signature: string } | undefined;
+    let last: { balance: bigint; signature: string } | undefined;
     for (const tx of transactions) {
       const index = tx.accountKeys.indexOf(watch.address);
       const pre = tx.preBalances[index];

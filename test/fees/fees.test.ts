@@ -83,11 +83,11 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a bonding curve${needs(.
     const tx = await t.service.chain.history.getTransaction(claim.signatures[0]);
     expect(tx?.accountKeys[0]).toBe(wallet);
     const paid = tx!.preBalances[0]! - tx!.postBalances[0]!;
-    expect(paid).toBeGreaterThan(0);
-    expect(paid).toBeLessThan(100_000);
+    expect(paid).toBeGreaterThan(0n);
+    expect(paid).toBeLessThan(100_000n);
     const entry = await t.service.db.selectFrom('funding_ledger').selectAll().where('signature', '=', claim.signatures[0]).executeTakeFirstOrThrow();
     expect(entry).toMatchObject({ kind: 'spend', launch_id: id, owner: 'acme' });
-    expect(Number(entry.lamports)).toBe(paid);
+    expect(BigInt(entry.lamports)).toBe(paid);
 
     // One fees.claimed, recorded and delivered signed to the launch's URL.
     const events = await t.service.db.selectFrom('outbox_events').select(['event', 'body']).where('launch_id', '=', id).where('event', '=', 'fees.claimed').execute();

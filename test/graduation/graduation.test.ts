@@ -86,7 +86,7 @@ describe.skipIf(!haveBinaries(...IDS))(`a bonding curve graduates to DAMM v2 by 
     expect(tx?.accountKeys[0]).toBe(wallet.toBase58());
     const paid = tx!.preBalances[0]! - tx!.postBalances[0]!;
     const entries = await t.service.db.selectFrom('funding_ledger').selectAll().where('launch_id', '=', id).where('kind', '=', 'spend').execute();
-    expect(entries.find((e) => e.signature === graduated.signature)?.lamports).toBe(paid);
+    expect(BigInt(entries.find((e) => e.signature === graduated.signature)?.lamports ?? -1)).toBe(paid);
     // The quote is within 10 % of everything the wallet spent: the launch, its first buy and the graduation.
     const spent = before - (await t.service.chain.getBalance(wallet));
     // The reservation is released in the graduation's commit, after its spend: the day's use is what was really spent.

@@ -97,7 +97,7 @@ describe.skipIf(!haveBinaries(...IDS))(`creator-signed bonding curves on the rea
     expect((await t.service.chain.getAccountInfo(new PublicKey(graduation.ammPool)))?.owner.equals(DAMM_V2_PROGRAM_ID)).toBe(true);
     const migration = await t.service.chain.history.getTransaction(graduation.signature);
     expect(migration?.accountKeys[0]).toBe(funding);
-    const paid = migration!.preBalances[0]! - migration!.postBalances[0]!;
+    const paid = Number(migration!.preBalances[0]! - migration!.postBalances[0]!);
     expect(await balance(funding)).toBe(fundingBefore - paid);
     const spends = await t.service.db.selectFrom('funding_ledger').selectAll().where('launch_id', '=', id).execute();
     expect(spends.map((e) => [e.kind, e.signature, Number(e.lamports)])).toEqual([['spend', graduation.signature, paid]]);

@@ -26,7 +26,7 @@ function nonceAccountOf(message: string): string {
 async function payerDelta(signature: string): Promise<number> {
   const tx = await t!.service.chain.history.getTransaction(signature);
   if (!tx) throw new Error(`transaction ${signature} is not in the chain's history`);
-  return tx.postBalances[0]! - tx.preBalances[0]!;
+  return Number(tx.postBalances[0]! - tx.preBalances[0]!);
 }
 
 async function post(key: string, id: string, signatures: Array<{ index: number; signature: string }>) {

@@ -27,6 +27,12 @@ export interface RpcTransactionMeta {
   fee: number;
   preBalances: number[];
   postBalances: number[];
+  /**
+   * The same lamports as decimal text, exact (a JSON number rounds from 2^53 on; the faucet holds
+   * 2^62): what the service itself reads. Absent in rows written before it; not sent over JSON-RPC.
+   */
+  exactPreBalances?: string[];
+  exactPostBalances?: string[];
   preTokenBalances: RpcTokenBalance[];
   postTokenBalances: RpcTokenBalance[];
   innerInstructions: Array<{ index: number; instructions: Array<{ programIdIndex: number; accounts: number[]; data: string; stackHeight: number }> }>;
@@ -38,7 +44,7 @@ export interface RpcTransactionMeta {
 
 /** Balances of every account of a transaction at one instant (before or after it runs). */
 export interface BalanceSnapshot {
-  lamports: number[];
+  lamports: bigint[];
   tokens: RpcTokenBalance[];
 }
 
@@ -101,7 +107,7 @@ export function snapshotBalances(svm: LiteSVM, keys: string[]): BalanceSnapshot 
     const balance = tokenBalance(svm, keys, i);
     if (balance) tokens.push(balance);
   });
-  return { lamports: keys.map((k) => Number(readStored(svm, k)?.lamports ?? 0n)), tokens };
+  return { lamports: keys.map((k) => readStored(svm, k)?.lamports ?? 0n), tokens };
 }
 
 /** The history row of a processed transaction. */
@@ -123,8 +129,10 @@ export function historyRecord(input: {
     err: execution.err,
     status: execution.err === null ? { Ok: null } : { Err: execution.err },
     fee: LAMPORTS_PER_SIGNATURE * input.numSignatures,
-    preBalances: input.before.lamports,
-    postBalances: input.after.lamports,
+    preBalances: input.before.lamports.map(Number),
+    postBalances: input.after.lamports.map(Number),
+    exactPreBalances: input.before.lamports.map(String),
+    exactPostBalances: input.after.lamports.map(String),
     preTokenBalances: input.before.tokens,
     postTokenBalances: input.after.tokens,
     innerInstructions: execution.innerInstructions
@@ -257,7 +265,13 @@ export function toHistoryTransaction(signature: string, stored: { slot: number; 
     logs: stored.meta.logMessages,
     preTokenBalances: plain(stored.meta.preTokenBalances),
     postTokenBalances: plain(stored.meta.postTokenBalances),
-    preBalances: stored.meta.preBalances,
-    postBalances: stored.meta.postBalances,
+    preBalances: (stored.meta.exactPreBalances ?? stored.meta.preBalances).map(BigInt),
+    postBalances: (stored.meta.exactPostBalances ?? stored.meta.postBalances).map(BigInt),
   };
+}
+
+/** A stored meta as JSON-RPC's getTransaction answers it: numbers only, as real clients expect. */
+export function wireMeta(meta: RpcTransactionMeta): RpcTransactionMeta {
+  const { exactPreBalances: _pre, exactPostBalances: _post, ...wire } = meta;
+  return wire;
 }

@@ -4,7 +4,7 @@ import { NonRetriableError, TransientError } from '../../lib/retry.js';
 import type { AccountFilter } from '../history.js';
 import type { EmbeddedBackend } from './backend.js';
 import { LAMPORTS_PER_SIGNATURE } from '../transaction.js';
-import { uiAmount } from './history.js';
+import { uiAmount, wireMeta } from './history.js';
 import { parsedTokenData, readMint, readTokenAccount, tokenAmount, TOKEN_PROGRAMS } from './rpcTokenAccounts.js';
 import { decodeTransaction as decodeSvmTransaction, type Execution } from './svm.js';
 import { currentNonce } from '../landSigned.js';
@@ -309,7 +309,7 @@ export function embeddedRpcMethods(chain: EmbeddedBackend): Record<string, Metho
                 ...(version === 'legacy' ? {} : { addressTableLookups: message.addressTableLookups }),
               },
             };
-      return { slot: stored.slot, blockTime: stored.blockTime, transaction, meta: stored.meta, version: config.maxSupportedTransactionVersion === undefined ? undefined : version };
+      return { slot: stored.slot, blockTime: stored.blockTime, transaction, meta: wireMeta(stored.meta), version: config.maxSupportedTransactionVersion === undefined ? undefined : version };
     },
     sendTransaction,
     simulateTransaction: async ([encoded, rawConfig]) => {

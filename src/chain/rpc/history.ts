@@ -48,8 +48,9 @@ export function createRpcHistory(read: <T>(fn: (connection: Connection) => Promi
         logs: tx.meta?.logMessages ?? [],
         preTokenBalances: tokenBalances(tx.meta?.preTokenBalances),
         postTokenBalances: tokenBalances(tx.meta?.postTokenBalances),
-        preBalances: tx.meta?.preBalances ?? [],
-        postBalances: tx.meta?.postBalances ?? [],
+        // web3.js parses the answer's u64s as JS numbers: exact up to 2^53 (a wallet holds far less on a real cluster).
+        preBalances: (tx.meta?.preBalances ?? []).map(BigInt),
+        postBalances: (tx.meta?.postBalances ?? []).map(BigInt),
       };
     },
     getAccountInfo: (pubkey) => call((connection) => connection.getAccountInfo(pubkey, 'finalized')),

@@ -118,7 +118,7 @@ export interface StepContext {
    * What the launch may still spend of its reservation (owner-funded launches); a send that could
    * need more fails before anything is signed. Decremented by each send.
    */
-  budget?: { remainingLamports: number } | undefined;
+  budget?: { remainingLamports: bigint } | undefined;
   logger: Logger;
 }
 
@@ -130,7 +130,7 @@ export interface StepOutcome {
    * Lamports the payer really spent in each of `transactions`, read from the chain (fee payer's
    * balance before minus after); set by the step runner, not by the executors.
    */
-  spent?: Array<{ signature: string; lamports: number }>;
+  spent?: Array<{ signature: string; lamports: bigint }>;
 }
 
 /** Runs one step to completion, idempotently: safe to call again after any crash. */

@@ -156,11 +156,11 @@ export class Graduator {
       budget: undefined,
     } as unknown as StepContext;
     const paidBy = payer.publicKey.toBase58();
-    const spends: Array<{ signature: string; lamports: number }> = [];
+    const spends: Array<{ signature: string; lamports: bigint }> = [];
     const paid = async (signature: string) => {
       const tx = await chain.history.getTransaction(signature);
       if (!tx) throw new TransientError('chain_unavailable', `graduation transaction ${signature} landed but cannot be read yet`);
-      if (tx.accountKeys[0] === paidBy) spends.push({ signature, lamports: (tx.preBalances[0] ?? 0) - (tx.postBalances[0] ?? 0) });
+      if (tx.accountKeys[0] === paidBy) spends.push({ signature, lamports: (tx.preBalances[0] ?? 0n) - (tx.postBalances[0] ?? 0n) });
     };
 
     // Locked vesting first (migrationProgress 1): DBC's create_locker makes the Jupiter Lock escrow for
@@ -216,7 +216,7 @@ export class Graduator {
    * One commit under the fence: the row done, `pool.graduated`, the ledger's spend entries (an
    * owner-funded launch's own transactions) and the release of the launch's reservation, and the watch of a locked-vesting escrow.
    */
-  private async complete(row: MigrationRow, migration: CurveMigration, state: CurveState, done: { signature: string; paidBy: string | null; spent: Array<{ signature: string; lamports: number }> | undefined; owned?: boolean; vesting: Awaited<ReturnType<Graduator['vestingOf']>> }): Promise<void> {
+  private async complete(row: MigrationRow, migration: CurveMigration, state: CurveState, done: { signature: string; paidBy: string | null; spent: Array<{ signature: string; lamports: bigint }> | undefined; owned?: boolean; vesting: Awaited<ReturnType<Graduator['vestingOf']>> }): Promise<void> {
     const { db, clock } = this.options;
     const data = poolGraduated({
       pool: row.pool,

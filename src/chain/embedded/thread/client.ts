@@ -26,7 +26,7 @@ export interface ThreadStepInput {
   results: Record<string, unknown>;
   pending: Record<string, PendingTx>;
   payerSeed?: Uint8Array | undefined;
-  budgetLamports?: number | undefined;
+  budgetLamports?: bigint | undefined;
   signing?: WireStepInput['signing'];
   recordPending(label: string, tx: PendingTx): Promise<void>;
   logger: Logger;

@@ -53,7 +53,7 @@ export interface WireStepInput {
   pending: Record<string, unknown>;
   /** The funding wallet's seed (owner-funded launches); never logged. */
   payerSeed?: Uint8Array | undefined;
-  budgetLamports?: number | undefined;
+  budgetLamports?: bigint | undefined;
   /** A creator-signed launch's payer and signed transactions (docs/signing.md). */
   signing?: { payer: string; transactions: Record<string, SignedTx> } | undefined;
   logBindings: Record<string, unknown>;
