@@ -374,7 +374,9 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
   async function autoClaim(owner: string, launchId: string, minLamports: bigint): Promise<{ id: string; amounts: Record<string, string> } | undefined> {
     const launch = await launchOf(owner, launchId);
     if (launch.status !== 'complete') return undefined;
-    if (claimableLamports(await readFeeSources(chain, launch)) < minLamports) return undefined;
+    // A claim left running (a payment that failed) is finished by this check whatever is claimable now.
+    const unfinished = await findRunningClaim(db, launchId);
+    if (!unfinished && claimableLamports(await readFeeSources(chain, launch)) < minLamports) return undefined;
     const outcome = await claim(owner, launchId, { origin: 'auto', minLamports });
     if (outcome.claim.signatures.length === 0) return undefined;
     return { id: outcome.id ?? '', amounts: outcome.claim.amounts };

@@ -250,7 +250,7 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a graduated curve's DAMM
     expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(paid);
     expect(await t.service.db.selectFrom('outbox_events').select('id').where('launch_id', '=', g.id).where('event', '=', 'fees.claimed').execute()).toHaveLength(2);
   }, 180_000);
-  it('a position claim whose payment fails after the claim landed stays running; the next claim request pays the claimed SOL, exactly once', async () => {
+  it('a position claim whose payment fails after the claim landed stays running; the next auto-claim check (or claim request) pays the claimed SOL, exactly once', async () => {
     const key = await t.key('unpaid', ['launches:write', 'launches:read']);
     const creator = Keypair.generate().publicKey;
     const g = await graduatedLaunch(t, key, curveBody({ creator: creator.toBase58() }));
@@ -294,9 +294,9 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a graduated curve's DAMM
     expect(Object.keys(JSON.parse(row.pending))).toEqual([`amm-position:${g.position.toBase58()}`]);
     expect(BigInt(await t.service.chain.getBalance(creator))).toBe(before);
 
-    // The next claim request of the launch (another key) finishes it first: the payment signed anew pays the creator.
-    const next = await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'unpaid-2' } });
-    expect(next.status).toBe(200);
+    // The auto-claimer's next check finishes it, though what is claimable now is far below its
+    // minimum: the payment signed anew pays the creator (a claim request with another key does the same).
+    await t.service.fees.autoClaim('unpaid', g.id, 10n ** 18n);
     const done = (await t.service.db.selectFrom('fee_claims' as never).selectAll().where('idempotency_key' as never, '=', 'unpaid-1' as never).executeTakeFirstOrThrow()) as any;
     expect(done.state).toBe('done');
     const paid = BigInt(JSON.parse(done.amounts)[WSOL]);
