@@ -90,6 +90,8 @@ export interface Config {
     maxInFlightPerEndpoint?: number;
     /** WEBHOOK_MAX_IN_FLIGHT_PER_OWNER; unset: half of WEBHOOK_MAX_IN_FLIGHT. */
     maxInFlightPerOwner?: number;
+    /** WEBHOOK_PREFETCH_PER_HOST: deliveries per host leased beyond its in-flight cap, to wait in the local queue; unset: the per-host cap. */
+    prefetchPerHost?: number;
     leaseMs: number;
     pollIntervalMs: number;
   };
@@ -513,6 +515,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxInFlightPerHost: intVar(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_HOST', 8, 1, 1000),
       maxInFlightPerEndpoint: optionalIntVar(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 1, 1000),
       maxInFlightPerOwner: optionalIntVar(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_OWNER', 1, 10_000),
+      prefetchPerHost: optionalIntVar(env, 'WEBHOOK_PREFETCH_PER_HOST', 0, 1000),
       leaseMs: durationVar(env, 'WEBHOOK_LEASE_MS', 60_000),
       pollIntervalMs: durationVar(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000),
     },

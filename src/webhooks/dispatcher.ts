@@ -42,7 +42,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const perEndpointCap = options.maxInFlightPerEndpoint ?? options.maxInFlightPerHost;
   const perOwnerCap = Math.min(options.maxInFlight, options.maxInFlightPerOwner ?? options.maxInFlight - Math.floor(options.maxInFlight / 4));
   const pace = createEndpointPace(perEndpointCap);
-  const local = createLocalQueue({ maxInFlight: options.maxInFlight, maxInFlightPerHost: options.maxInFlightPerHost, perOwnerCap, lookahead, capOf: (e) => pace.capOf(e) });
+  const prefetch = options.prefetchPerHost ?? options.maxInFlightPerHost;
+  const local = createLocalQueue({ maxInFlight: options.maxInFlight, maxInFlightPerHost: options.maxInFlightPerHost, perOwnerCap, lookahead, prefetch, capOf: (e) => pace.capOf(e) });
   const attempter = createAttempter({ db, owner: id, clock, logger: log, box: withOpenCache(deps.secretBox), client: deps.client, breakers, pace, leaseMs: options.leaseMs });
   /** The turns (settle + claim transactions) run one after another. */
   let chain: Promise<unknown> = Promise.resolve();
@@ -92,7 +93,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const now = plan.now;
     const room = options.maxInFlight + lookahead - (local.held() - batch.length);
     const ownerHeld = plan.search || plan.adopt ? local.heldByOwner(new Set(batch.map((s) => s.input.delivery.id))) : undefined;
-    const base = { owner: id, now, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, perEndpointCap, endpointCaps: pace.lowered(), perOwnerCap: perOwnerCap + lookahead, ownerHeld, maxAttempts: attempts };
+    // A forced turn (runOnce, drain) claims only what it can send now; the running loop leases ahead.
+    const base = { owner: id, now, leaseMs: options.leaseMs, perHostCap: options.maxInFlightPerHost, perEndpointCap, prefetch: force ? 0 : prefetch, endpointCaps: pace.lowered(), perOwnerCap: perOwnerCap + lookahead, ownerHeld, maxAttempts: attempts };
     const bound = (n: number) => (deps.busy?.() ? Math.min(n, options.maxInFlightPerHost) : n);
     const { claims, trials, generalLimit, offerArgs } = turnClaims({ plan, breakers, room, bound, base, running: () => local.lapsing(now, options.leaseMs) });
     const spentDue = policy.spentDue(plan);
@@ -114,6 +116,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       policy.settled(result instanceof Error ? 'error' : result, b.ordered);
     });
     for (const s of out.spent) log.warn({ deliveryId: s.id, attempts: s.attempts }, 'webhook delivery failed: its last attempt was never settled');
+    for (const allowance of out.allowances) local.allow(allowance);
     const claimed: HeldDelivery[] = [];
     trials.forEach((endpoint, i) => {
       const [row] = out.claimed[i] ?? [];
@@ -134,9 +137,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   function enqueue(row: ClaimedDelivery, trial: boolean): HeldDelivery {
     if (row.ctx.rateLimitPerSecond !== null) policy.wakeForSlot(row.ctx.rateLimitPerSecond);
-    const item = local.hold(row, trial, clock.now());
-    if (trial) start(item);
-    return item;
+    return local.hold(row, trial, clock.now());
   }
 
   /** Sends queued deliveries while slots are free. */

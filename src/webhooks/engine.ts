@@ -101,6 +101,7 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
       maxInFlightPerHost: webhooks.maxInFlightPerHost,
       maxInFlightPerEndpoint: webhooks.maxInFlightPerEndpoint,
       maxInFlightPerOwner: webhooks.maxInFlightPerOwner,
+      prefetchPerHost: webhooks.prefetchPerHost,
       leaseMs,
       pollIntervalMs: webhooks.pollIntervalMs,
     },

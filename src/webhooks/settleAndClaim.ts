@@ -3,7 +3,8 @@ import { isPostgres } from '../db/dialect.js';
 import { execSql } from '../db/sqlText.js';
 import { newSortableId } from '../lib/ids.js';
 import { attemptRow, settleAttempt, settleAttemptsIn, type SettleInput, type SettleResult } from './settle.js';
-import { CLAIM_PARAMS_PG, claimFunctionParams, type ClaimArgs, type ClaimedRowPg } from './sql/claimDeliveries.js';
+import { CLAIM_PARAMS_PG, claimFunctionParams, type ClaimArgs, type ClaimedRowPg, type SendAllowance } from './sql/claimDeliveries.js';
+import { allowancesOfRows } from './sql/claimFunctionPg.js';
 import { claimDeliveryWork, claimedOfRows, type ClaimedDelivery } from './sql/claimWork.js';
 import { failSpentDeliveriesIn, type SpentArgs, type SpentDelivery } from './sql/failSpentDeliveries.js';
 import { leaseOffered, type LeaseOfferedArgs } from './sql/leaseOffered.js';
@@ -30,6 +31,8 @@ export interface SettleAndClaimOutput {
   adopted: ClaimedDelivery[];
   /** Offers left pending for want of a slot or a closed breaker. */
   offersLeft: number;
+  /** What this owner may send at once per host and endpoint, as the claims counted it (none when the shared transaction failed). */
+  allowances: SendAllowance[];
   /** Why the shared transaction failed (the settles were then retried one by one, nothing was claimed). */
   error?: unknown;
 }
@@ -52,8 +55,9 @@ export async function settleAndClaim(db: Db, input: SettleAndClaimInput): Promis
       const offered = input.offers ? await leaseOffered(trx, input.offers) : { claimed: [], left: 0 };
       const spent = input.failSpent ? await failSpentDeliveriesIn(trx, input.failSpent) : [];
       const claimed: ClaimedDelivery[][] = [];
-      for (const claim of claims) claimed.push(await claimDeliveryWork(trx, claim));
-      return { results, spent, claimed, adopted: offered.claimed, offersLeft: offered.left };
+      const allowances: SendAllowance[] = [];
+      for (const claim of claims) claimed.push(await claimDeliveryWork(trx, claim, allowances));
+      return { results, spent, claimed, adopted: offered.claimed, offersLeft: offered.left, allowances };
     });
   } catch (error) {
     const results: Array<SettleResult | Error> = [];
@@ -64,7 +68,7 @@ export async function settleAndClaim(db: Db, input: SettleAndClaimInput): Promis
         results.push(toError(alone));
       }
     }
-    return { results, spent: [], claimed: claims.map(() => []), adopted: [], offersLeft: 0, error };
+    return { results, spent: [], claimed: claims.map(() => []), adopted: [], offersLeft: 0, allowances: [], error };
   }
 }
 
@@ -98,7 +102,9 @@ async function settleAndClaimPg(db: Db, settles: readonly SettleInput[], claim: 
   const delivered = new Set(rows[0]?.delivered ?? []);
   const canceled = new Set(rows[0]?.canceled ?? []);
   const results = settles.map((input): SettleResult => (delivered.has(input.delivery.id) ? 'delivered' : canceled.has(input.delivery.id) ? 'canceled' : 'lease_lost'));
-  return { results, spent: [], claimed: claim ? [claimedOfRows(rows, claim)] : [], adopted: [], offersLeft: 0 };
+  const allowances: SendAllowance[] = [];
+  allowancesOfRows(rows, allowances);
+  return { results, spent: [], claimed: claim ? [claimedOfRows(rows, claim)] : [], adopted: [], offersLeft: 0, allowances };
 }
 
 const TURN_PG = `select * from settle_and_claim_webhook_deliveries(?::text[], ?::text[], ?::integer[], ?::integer[], ?::bigint[], ?::text[],

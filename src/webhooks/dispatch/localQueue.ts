@@ -1,9 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import type { ClaimedDelivery } from '../sql/claimWork.js';
+import { createSendAllowances, type SendAllowance } from './sendAllowance.js';
 
 /** A delivery this dispatcher holds a lease on: queued, being sent, or being settled. */
 export interface HeldDelivery extends ClaimedDelivery {
-  /** A breaker's half-open trial: sent at once, never queued. */
+  /** A breaker's half-open trial: queued first, sent as soon as its host and endpoint have room. */
   trial: boolean;
   /** When it was claimed (the lease clock): a throttled delivery's send slot. */
   claimedAt: number;
@@ -20,6 +21,8 @@ export interface LocalQueueOptions {
   perOwnerCap: number;
   /** Deliveries claimed ahead beyond the free slots. */
   lookahead: number;
+  /** Deliveries per host leased beyond its cap (ClaimArgs.prefetch). */
+  prefetch: number;
   /** An endpoint's cap now (endpointPace.ts). */
   capOf(endpoint: string): number;
 }
@@ -31,15 +34,19 @@ export const YOUNG_MS = 10;
  * The dispatcher's local queue (docs/architecture.md, "Webhook delivery"): every delivery it holds
  * a lease on, those claimed ahead waiting for a slot in claim order, and the counters of what is
  * being sent per host and per owner. A freed slot is refilled from here without a database round
- * trip (graphile-worker's local queue); the claim keeps a host's live leases within its cap over
- * every dispatcher, and this queue keeps what is sent within the global, host and owner caps.
+ * trip (graphile-worker's local queue). The claim keeps a host's live leases over every dispatcher
+ * within its cap plus the prefetch, and reports what this dispatcher may send there at once
+ * (dispatch/sendAllowance.ts); this queue keeps what is sent within the global and owner caps and
+ * each host's and endpoint's allowance.
  */
 export interface LocalQueue {
-  /** Holds a claimed delivery (claimed at `claimedAt`, the lease clock); a trial is not queued (the caller sends it at once). */
+  /** Holds a claimed delivery (claimed at `claimedAt`, the lease clock), queued last; a trial first. */
   hold(row: ClaimedDelivery, trial: boolean, claimedAt: number): HeldDelivery;
+  /** Takes a send allowance a claim reported (hold what it claimed after). */
+  allow(allowance: SendAllowance): void;
   /** Lets go of a delivery that is done, unless a newer claim of it is held by now (`finish()` does this). */
   release(item: HeldDelivery): void;
-  /** The next queued delivery that fits the global, host and owner caps, taken off the queue. */
+  /** The next queued delivery that fits the global and owner caps and its host's and endpoint's allowance, taken off the queue. */
   next(): HeldDelivery | undefined;
   /** Every queued delivery, taken off the queue (stop gives them back). */
   takeQueued(): HeldDelivery[];
@@ -47,7 +54,7 @@ export interface LocalQueue {
   began(item: HeldDelivery): void;
   /** Counts an attempt back. */
   ended(item: HeldDelivery): void;
-  /** Some host, endpoint or owner has as many deliveries held here as its cap allows. */
+  /** Some host, endpoint or owner has as many deliveries held here as its lease room allows (cap plus prefetch). */
   atSomeCap(): boolean;
   /** Held deliveries per owner, those in `settling` left out (their slots are free once the turn commits). */
   heldByOwner(settling: ReadonlySet<string>): Map<string, number>;
@@ -69,32 +76,56 @@ export function createLocalQueue(options: LocalQueueOptions): LocalQueue {
   const queue: HeldDelivery[] = [];
   let sending = 0;
   const sendingByHost = new Map<string, number>();
+  const sendingByEndpoint = new Map<string, number>();
   const sendingByOwner = new Map<string, number>();
+  const heldByHost = new Map<string, number>();
+  const heldByEndpoint = new Map<string, number>();
+  const allowances = createSendAllowances();
   /** When each attempt being sent now was started (performance.now()). */
   const sentAt = new Map<HeldDelivery, number>();
 
   function release(item: HeldDelivery): void {
     // A delivery given back, or settled with its retry already due, may have been claimed again
     // (by the next turn) before this item finished: that newer item stays held.
-    if (held.get(item.id) === item) held.delete(item.id);
+    if (held.get(item.id) !== item) return;
+    held.delete(item.id);
+    if (decrement(heldByHost, item.host) === 0) allowances.forgetHost(item.host);
+    if (decrement(heldByEndpoint, item.endpoint) === 0) allowances.forgetEndpoint(item.endpoint);
   }
 
-  const fits = (item: HeldDelivery) => (sendingByHost.get(item.host) ?? 0) < options.maxInFlightPerHost && (sendingByOwner.get(item.ctx.owner) ?? 0) < options.perOwnerCap;
+  const fits = (item: HeldDelivery) =>
+    (sendingByHost.get(item.host) ?? 0) < allowances.host(item.host, options.maxInFlightPerHost) &&
+    (sendingByEndpoint.get(item.endpoint) ?? 0) < allowances.endpoint(item.endpoint, options.capOf(item.endpoint)) &&
+    (sendingByOwner.get(item.ctx.owner) ?? 0) < options.perOwnerCap;
+  const endpointRoom = (endpoint: string) => {
+    const cap = options.capOf(endpoint);
+    return cap + Math.min(options.prefetch, cap);
+  };
 
   return {
     hold(row, trial, claimedAt) {
       let resolve: () => void = () => undefined;
       const done = new Promise<void>((r) => (resolve = r));
       const item: HeldDelivery = { ...row, trial, claimedAt, done, finish: () => (release(item), resolve()) };
+      // A newer claim of a delivery still held replaces it (the older item's finish() then leaves it).
+      const before = held.get(item.id);
+      if (before) {
+        decrement(heldByHost, before.host);
+        decrement(heldByEndpoint, before.endpoint);
+      }
       held.set(item.id, item);
-      if (!trial) queue.push(item);
+      heldByHost.set(item.host, (heldByHost.get(item.host) ?? 0) + 1);
+      heldByEndpoint.set(item.endpoint, (heldByEndpoint.get(item.endpoint) ?? 0) + 1);
+      if (trial) queue.unshift(item);
+      else queue.push(item);
       return item;
     },
+    allow: (allowance) => allowances.note(allowance),
     release,
     next() {
       if (queue.length === 0 || sending >= options.maxInFlight) return undefined;
-      // The claim keeps a host's leases within its cap, so the head almost always fits; an owner
-      // already sending its share waits, leaving the slot to the next owner's delivery.
+      // A delivery whose host or endpoint is at its allowance, or whose owner is sending its share,
+      // waits, leaving the slot to the next one that fits.
       const index = queue.findIndex(fits);
       return index < 0 ? undefined : queue.splice(index, 1)[0];
     },
@@ -102,6 +133,7 @@ export function createLocalQueue(options: LocalQueueOptions): LocalQueue {
     began(item) {
       sending += 1;
       sendingByHost.set(item.host, (sendingByHost.get(item.host) ?? 0) + 1);
+      sendingByEndpoint.set(item.endpoint, (sendingByEndpoint.get(item.endpoint) ?? 0) + 1);
       sendingByOwner.set(item.ctx.owner, (sendingByOwner.get(item.ctx.owner) ?? 0) + 1);
       sentAt.set(item, performance.now());
     },
@@ -109,6 +141,7 @@ export function createLocalQueue(options: LocalQueueOptions): LocalQueue {
       sending -= 1;
       sentAt.delete(item);
       decrement(sendingByHost, item.host);
+      decrement(sendingByEndpoint, item.endpoint);
       decrement(sendingByOwner, item.ctx.owner);
     },
     atSomeCap() {
@@ -119,7 +152,7 @@ export function createLocalQueue(options: LocalQueueOptions): LocalQueue {
         const h = (byHost.get(item.host) ?? 0) + 1;
         const e = (byEndpoint.get(item.endpoint) ?? 0) + 1;
         const o = (byOwner.get(item.ctx.owner) ?? 0) + 1;
-        if (h >= options.maxInFlightPerHost || e >= options.capOf(item.endpoint) || o >= options.perOwnerCap + options.lookahead) return true;
+        if (h >= options.maxInFlightPerHost + options.prefetch || e >= endpointRoom(item.endpoint) || o >= options.perOwnerCap + options.lookahead) return true;
         byHost.set(item.host, h);
         byEndpoint.set(item.endpoint, e);
         byOwner.set(item.ctx.owner, o);
@@ -167,8 +200,9 @@ export function createLocalQueue(options: LocalQueueOptions): LocalQueue {
   };
 }
 
-function decrement(counts: Map<string, number>, key: string): void {
+function decrement(counts: Map<string, number>, key: string): number {
   const n = (counts.get(key) ?? 1) - 1;
   if (n > 0) counts.set(key, n);
   else counts.delete(key);
+  return Math.max(n, 0);
 }

@@ -20,6 +20,12 @@ export interface DispatcherOptions {
   pollIntervalMs: number;
   /** Deliveries claimed ahead beyond the free in-flight slots, waiting in the local queue (default a quarter of `maxInFlight`). */
   lookahead?: number;
+  /**
+   * Deliveries per host leased beyond its in-flight cap, waiting in the local queue so that a freed
+   * slot is refilled without a database round trip (default: the per-host cap; 0: leases stay
+   * within the caps). Attempts in flight stay within the caps over every instance (dispatch/sendAllowance.ts).
+   */
+  prefetchPerHost?: number;
   /** How long `stop()` lets attempts in flight finish (default 5 s); what is still out then is left to its lease. */
   stopGraceMs?: number;
 }

@@ -1,3 +1,15 @@
+/**
+ * What the claiming owner may have in flight to a host and to one of its endpoints: the cap less
+ * the live leases of every other owner there, counted under the claim's lock
+ * (dispatch/sendAllowance.ts says why that bounds every owner's attempts together).
+ */
+export interface SendAllowance {
+  host: string;
+  endpoint: string;
+  hostAllowance: number;
+  endpointAllowance: number;
+}
+
 /** What one delivery claim is asked for (sql/claimDeliveries.ts, the PostgreSQL claim function, the half-open trial). */
 export interface ClaimArgs {
   /** The lease owner: the claiming dispatcher's id. */
@@ -6,10 +18,16 @@ export interface ClaimArgs {
   leaseMs: number;
   /** At most this many deliveries (the free global in-flight slots). */
   limit: number;
-  /** Per-host in-flight cap, counting live leases of every dispatcher. */
+  /** Per-host in-flight cap: a host's live leases of every dispatcher stay within it (plus `prefetch` while only this owner holds any there). */
   perHostCap: number;
-  /** Per-endpoint in-flight cap, counting live leases of every dispatcher (default: the per-host cap). */
+  /** Per-endpoint in-flight cap (default: the per-host cap): an endpoint's live leases stay within it (plus the lesser of it and `prefetch`, likewise). */
   perEndpointCap?: number;
+  /**
+   * Deliveries per host leased beyond the in-flight cap, to wait in the dispatcher's local queue
+   * (default 0: leases stay within the caps). What may be in flight is the cap less the other
+   * owners' live leases: the claim reports it per host and endpoint ({@link SendAllowance}).
+   */
+  prefetch?: number;
   /** Lower caps of some endpoints (slow ones, see webhooks/endpointPace.ts), by endpoint. */
   endpointCaps?: ReadonlyMap<string, number>;
   /** At most this many deliveries of one owner (`deliveries.owner`) held by this dispatcher (default: no bound). */

@@ -2,17 +2,18 @@ import { sql } from 'kysely';
 import type { DbOrTx } from '../../db/database.js';
 import type { DeliveryRow } from '../../db/schema.js';
 import { isPostgres } from '../../db/dialect.js';
-import type { ClaimArgs } from './claimArgs.js';
+import type { ClaimArgs, SendAllowance } from './claimArgs.js';
 import { claimWithFunctionPg, deliveryRowOf } from './claimFunctionPg.js';
 import { claimLanesSqlite } from './claimLanesSqlite.js';
 import { claimTrial } from './claimTrial.js';
 
-export type { ClaimArgs } from './claimArgs.js';
+export type { ClaimArgs, SendAllowance } from './claimArgs.js';
 export { CLAIM_PARAMS_PG, claimFunctionParams, claimWithFunctionPg, type ClaimedRowPg } from './claimFunctionPg.js';
 
 /**
  * Leases due deliveries with `UPDATE … RETURNING`: pending, due, not leased (or the lease expired,
- * so a crashed dispatcher's work is reclaimed), within the host's and the endpoint's in-flight caps,
+ * so a crashed dispatcher's work is reclaimed), within the host's and the endpoint's lease room (the
+ * in-flight cap plus `prefetch`), the owner's send allowance at each reached endpoint to `allowances`,
  * and shared fairly by owner and, within an owner, by endpoint (docs/architecture.md, "Limits and
  * fairness"). Claiming counts the attempt, so a crash mid-attempt still consumes it, and bumps the
  * fencing token that the settle must name. A delivery whose attempts are spent is not a candidate:
@@ -31,10 +32,12 @@ export { CLAIM_PARAMS_PG, claimFunctionParams, claimWithFunctionPg, type Claimed
  * - the half-open trial, both databases: sql/claimTrial.ts;
  * - what they share (live lease counts, what is due): sql/claimDue.ts.
  */
-export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
+export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowance[]): Promise<DeliveryRow[]> {
   if (args.limit <= 0) return [];
-  if (!isPostgres(db)) return args.onlyEndpoint === undefined ? claimLanesSqlite(db, args) : claimTrial(db, args, args.onlyEndpoint);
-  if (args.onlyEndpoint === undefined) return (await claimWithFunctionPg(db, args)).map(deliveryRowOf);
+  if (!isPostgres(db)) return args.onlyEndpoint === undefined ? claimLanesSqlite(db, args, allowances) : claimTrial(db, args, args.onlyEndpoint, allowances);
+  if (args.onlyEndpoint === undefined) {
+    return (await claimWithFunctionPg(db, args, allowances)).map(deliveryRowOf);
+  }
   const endpoint = args.onlyEndpoint;
   // PostgreSQL, several instances: the per-host cap counts every instance's live leases, which two
   // claims running at once would not see of each other. The claim function takes the claim lock
@@ -43,11 +46,11 @@ export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs): Promise<D
   // claim before it; SKIP LOCKED still keeps them clear of rows others are settling.
   if (db.isTransaction) {
     await lockClaims(db);
-    return claimTrial(db, args, endpoint);
+    return claimTrial(db, args, endpoint, allowances);
   }
   return db.transaction().execute(async (trx) => {
     await lockClaims(trx);
-    return claimTrial(trx, args, endpoint);
+    return claimTrial(trx, args, endpoint, allowances);
   });
 }
 

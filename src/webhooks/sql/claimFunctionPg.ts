@@ -1,7 +1,7 @@
 import type { DbOrTx } from '../../db/database.js';
 import type { DeliveryRow } from '../../db/schema.js';
 import { execSql } from '../../db/sqlText.js';
-import type { ClaimArgs } from './claimArgs.js';
+import type { ClaimArgs, SendAllowance } from './claimArgs.js';
 
 /** A row the PostgreSQL claim function returns: the leased delivery and what its attempt needs (null where its event or launch is gone). */
 export type ClaimedRowPg = DeliveryRow & {
@@ -17,17 +17,24 @@ export type ClaimedRowPg = DeliveryRow & {
   previous_secret_enc: string | null;
   previous_secret_expires_at: number | null;
   rate_limit_per_second: number | null;
+  /** Set on the rows with a null id instead: one per endpoint the claim's lanes reach (SendAllowance). */
+  host_allowance: number | null;
+  endpoint_allowance: number | null;
 };
 
 /**
  * PostgreSQL's ordinary claim in one round trip: `claim_webhook_deliveries` (migration 023) takes the
  * claim lock, counts the live leases, walks the lanes, shares the slots as {@link shareSlots} does,
  * leases the lanes' earliest due deliveries (`FOR UPDATE SKIP LOCKED`) and returns them with their
- * event, owner and sealed secrets, in due, creation and event order. Not for half-open trials.
+ * event, owner and sealed secrets, in due, creation and event order; the owner's send allowance at
+ * each endpoint its lanes reach (rows with a null id, {@link allowancesOfRows}) goes to
+ * `allowances`. Not for half-open trials.
  */
-export async function claimWithFunctionPg(db: DbOrTx, args: ClaimArgs): Promise<ClaimedRowPg[]> {
+export async function claimWithFunctionPg(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowance[]): Promise<ClaimedRowPg[]> {
   if (args.limit <= 0) return [];
-  return (await execSql<ClaimedRowPg>(db, CLAIM_FUNCTION_PG, claimFunctionParams(args))).rows;
+  const { rows } = await execSql<ClaimedRowPg>(db, CLAIM_FUNCTION_PG, claimFunctionParams(args));
+  if (allowances) allowancesOfRows(rows, allowances);
+  return rows.filter((row) => row.id !== null);
 }
 
 /** The claim function's parameters, in its order (also the last of settle_and_claim_webhook_deliveries', migration 024). */
@@ -46,12 +53,20 @@ export function claimFunctionParams(args: ClaimArgs): unknown[] {
     heldCounts.push(n);
   }
   const ownerCap = args.perOwnerCap === undefined || !Number.isFinite(args.perOwnerCap) ? null : args.perOwnerCap;
-  return [args.owner, args.now, args.leaseMs, args.limit, args.maxAttempts, args.perHostCap, perEndpointCap, cappedEndpoints, endpointCaps, ownerCap, heldOwners, heldCounts, args.excludeEndpoints, args.onlyHost ?? null, args.running ?? []];
+  return [args.owner, args.now, args.leaseMs, args.limit, args.maxAttempts, args.perHostCap, perEndpointCap, cappedEndpoints, endpointCaps, ownerCap, heldOwners, heldCounts, args.excludeEndpoints, args.onlyHost ?? null, args.running ?? [], args.prefetch ?? 0];
 }
 
 /** The claim function's parameters as placeholders. */
-export const CLAIM_PARAMS_PG = '?, ?, ?, ?, ?, ?, ?, ?::text[], ?::integer[], ?, ?::text[], ?::integer[], ?::text[], ?, ?::text[]';
+export const CLAIM_PARAMS_PG = '?, ?, ?, ?, ?, ?, ?, ?::text[], ?::integer[], ?, ?::text[], ?::integer[], ?::text[], ?, ?::text[], ?::integer';
 const CLAIM_FUNCTION_PG = `select * from claim_webhook_deliveries(${CLAIM_PARAMS_PG})`;
+
+/** The claim function's allowance rows (id null: one per endpoint its lanes reach), added to `into`. */
+export function allowancesOfRows(rows: readonly ClaimedRowPg[], into: SendAllowance[]): void {
+  for (const row of rows) {
+    if (row.id !== null || row.host_allowance === null || row.endpoint_allowance === null) continue;
+    into.push({ host: row.host, endpoint: row.endpoint, hostAllowance: Number(row.host_allowance), endpointAllowance: Number(row.endpoint_allowance) });
+  }
+}
 
 /** The delivery part of a claimed row. */
 export function deliveryRowOf(row: ClaimedRowPg): DeliveryRow {

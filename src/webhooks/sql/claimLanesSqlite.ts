@@ -2,17 +2,18 @@ import type { DbOrTx } from '../../db/database.js';
 import type { DeliveryRow } from '../../db/schema.js';
 import { execSql } from '../../db/sqlText.js';
 import { hostOfEndpoint } from '../endpointKey.js';
-import type { ClaimArgs } from './claimArgs.js';
+import type { ClaimArgs, SendAllowance } from './claimArgs.js';
 import { dueParams, dueText, freeSlots, LEASE_BY_ID_SQLITE, text } from './claimDue.js';
 import { laneHost, shareSlots, type Lane } from './shareSlots.js';
 import { takeSlots, throttledEndpoints } from './throttle.js';
 
 /**
  * SQLite's ordinary claim, in the dispatcher's write transaction: the lanes with due work (not
- * behind an open breaker), the free slots shared out by {@link shareSlots}, each lane's share leased.
+ * behind an open breaker), the free slots shared out by {@link shareSlots}, each lane's share leased;
+ * the owner's send allowance at each lane's endpoint goes to `allowances`.
  */
-export async function claimLanesSqlite(db: DbOrTx, args: ClaimArgs): Promise<DeliveryRow[]> {
-  const { hostFree, endpointFree } = await freeSlots(db, args);
+export async function claimLanesSqlite(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowance[]): Promise<DeliveryRow[]> {
+  const { hostFree, endpointFree, allowance } = await freeSlots(db, args);
   // Lanes with pending work: due (a failing receiver's retries waiting out their backoff have
   // nothing to claim) and behind a closed breaker.
   const { rows: found } = await execSql<{ endpoint: string; owner: string; due_at: number | null }>(db, LANES_TEXT, []);
@@ -25,6 +26,7 @@ export async function claimLanesSqlite(db: DbOrTx, args: ClaimArgs): Promise<Del
     lanes.push({ endpoint: r.endpoint, owner: r.owner, host, dueAt: Number(r.due_at) });
   }
   if (lanes.length === 0) return [];
+  if (allowances) for (const endpoint of new Set(lanes.map((l) => l.endpoint))) allowances.push(allowance(laneHost(endpoint, hostOfEndpoint), endpoint));
   const shares = shareSlots({
     lanes,
     limit: args.limit,

@@ -3,20 +3,23 @@ import type { DeliveryRow } from '../../db/schema.js';
 import { isPostgres } from '../../db/dialect.js';
 import { execSql } from '../../db/sqlText.js';
 import { hostOfEndpoint } from '../endpointKey.js';
-import type { ClaimArgs } from './claimArgs.js';
+import type { ClaimArgs, SendAllowance } from './claimArgs.js';
 import { dueParams, dueText, freeSlots, LEASE_BY_ID_SQLITE, LEASE_NOW_PG, text } from './claimDue.js';
 import { laneHost } from './shareSlots.js';
 import { takeSlotOf, throttleOpenCondition } from './throttle.js';
 
 /**
- * A half-open trial: one of the endpoint's due deliveries, whoever's, within its host's cap, the
- * least recently touched first, so one delivery that keeps failing cannot be every trial while the
- * others wait. Run in a write transaction (PostgreSQL: under the exclusive claim lock).
+ * A half-open trial: one of the endpoint's due deliveries, whoever's, within its host's lease room,
+ * the least recently touched first, so one delivery that keeps failing cannot be every trial while
+ * the others wait; the owner's send allowance at the endpoint goes to `allowances`. Run in a write
+ * transaction (PostgreSQL: under the exclusive claim lock).
  */
-export async function claimTrial(db: DbOrTx, args: ClaimArgs, endpoint: string): Promise<DeliveryRow[]> {
+export async function claimTrial(db: DbOrTx, args: ClaimArgs, endpoint: string, allowances?: SendAllowance[]): Promise<DeliveryRow[]> {
   const pg = isPostgres(db);
-  const { hostFree } = await freeSlots(db, args);
-  if (hostFree(laneHost(endpoint, hostOfEndpoint)) <= 0) return [];
+  const slots = await freeSlots(db, args);
+  const host = laneHost(endpoint, hostOfEndpoint);
+  allowances?.push(slots.allowance(host, endpoint));
+  if (slots.hostFree(host) <= 0) return [];
   const running = args.running?.length ?? 0;
   // A throttled webhook endpoint's delivery is a trial only once its send slot has come, and takes
   // the slot (sql/throttle.ts): a trial is a send like any other, so it counts against the rate.

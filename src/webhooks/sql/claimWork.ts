@@ -1,6 +1,6 @@
 import type { DbOrTx } from '../../db/database.js';
 import { isPostgres } from '../../db/dialect.js';
-import { claimDueDeliveries, claimWithFunctionPg, type ClaimArgs, type ClaimedRowPg } from './claimDeliveries.js';
+import { claimDueDeliveries, claimWithFunctionPg, type ClaimArgs, type ClaimedRowPg, type SendAllowance } from './claimDeliveries.js';
 import { contextOf, type DeliveryContext } from '../dispatch/deliveryContext.js';
 import { loadDeliveryContexts } from './deliveryQueries.js';
 
@@ -28,13 +28,14 @@ export type DeliveryOffer = Omit<ClaimedDelivery, 'attempt' | 'token' | 'leaseEx
 /**
  * Claims due deliveries ({@link claimDueDeliveries}: lease, fencing token, attempt counted, per-host
  * cap) and reads what their attempts need — event body, sealed secret(s), scheme, launch owner —
- * for all of them in one more query. Run inside the caller's transaction so the claim and the
+ * for all of them in one more query; the owner's send allowances the claim reports go to
+ * `allowances`. Run inside the caller's transaction so the claim and the
  * settles before it share one commit. A claimed row without its event or launch (impossible with
  * the foreign keys) is left leased, to be failed once its attempts are spent.
  */
-export async function claimDeliveryWork(db: DbOrTx, args: ClaimArgs): Promise<ClaimedDelivery[]> {
-  if (args.onlyEndpoint === undefined && isPostgres(db)) return claimWorkPg(db, args);
-  const rows = await claimDueDeliveries(db, args);
+export async function claimDeliveryWork(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowance[]): Promise<ClaimedDelivery[]> {
+  if (args.onlyEndpoint === undefined && isPostgres(db)) return claimWorkPg(db, args, allowances);
+  const rows = await claimDueDeliveries(db, args, allowances);
   if (rows.length === 0) return [];
   const contexts = await loadDeliveryContexts(
     db,
@@ -67,8 +68,8 @@ export async function claimDeliveryWork(db: DbOrTx, args: ClaimArgs): Promise<Cl
 }
 
 /** PostgreSQL: the claim and the read of what the attempts need in one round trip (claimWithFunctionPg), in the order it returns them. */
-async function claimWorkPg(db: DbOrTx, args: ClaimArgs): Promise<ClaimedDelivery[]> {
-  return claimedOfRows(await claimWithFunctionPg(db, args), args);
+async function claimWorkPg(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowance[]): Promise<ClaimedDelivery[]> {
+  return claimedOfRows(await claimWithFunctionPg(db, args, allowances), args);
 }
 
 /** The claimed deliveries of PostgreSQL claim function rows (a row without its event or launch is left leased, as in claimDeliveryWork). */

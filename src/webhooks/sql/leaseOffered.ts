@@ -6,10 +6,12 @@ export interface LeaseOfferedArgs {
   owner: string;
   now: number;
   leaseMs: number;
-  /** Per-host in-flight cap, counting live leases of every dispatcher (as the claim does). */
+  /** Per-host in-flight cap; a host's live leases of every dispatcher stay within it plus `prefetch` (as the claim's). */
   perHostCap: number;
-  /** Per-endpoint in-flight cap, the same way (default: the per-host cap). */
+  /** Per-endpoint in-flight cap, the same way (default: the per-host cap; the prefetch at most the cap again). */
   perEndpointCap?: number;
+  /** Deliveries per host leased beyond the cap (ClaimArgs.prefetch; default 0). */
+  prefetch?: number;
   /** Lower caps of some endpoints (slow ones), by endpoint. */
   endpointCaps?: ReadonlyMap<string, number>;
   /** At most this many deliveries of one owner held by this dispatcher (default: no bound). */
@@ -53,6 +55,7 @@ export async function leaseOffered(db: DbOrTx, args: LeaseOfferedArgs): Promise<
   const ownerLoad = new Map(args.ownerHeld ?? []);
   const perOwnerCap = args.perOwnerCap ?? Infinity;
   const perEndpointCap = args.perEndpointCap ?? args.perHostCap;
+  const prefetch = Math.max(0, args.prefetch ?? 0);
   const leaseExpiresAt = args.now + args.leaseMs;
   for (const offer of fairOrder(args.offers, ownerLoad)) {
     const owner = offer.ctx.owner;
@@ -69,7 +72,8 @@ export async function leaseOffered(db: DbOrTx, args: LeaseOfferedArgs): Promise<
     }
     busy.set(offer.host, n);
     endpointBusy.set(offer.endpoint, e);
-    if (n >= args.perHostCap || e >= Math.min(perEndpointCap, args.endpointCaps?.get(offer.endpoint) ?? perEndpointCap)) {
+    const endpointCap = Math.min(perEndpointCap, args.endpointCaps?.get(offer.endpoint) ?? perEndpointCap);
+    if (n >= args.perHostCap + prefetch || e >= endpointCap + Math.min(prefetch, endpointCap)) {
       left += 1;
       continue;
     }

@@ -22,7 +22,7 @@ function item(host: string, owner: string, over: Partial<ClaimedDelivery> = {}):
 }
 
 describe('local queue (dispatch/localQueue.ts)', () => {
-  const options = { maxInFlight: 4, maxInFlightPerHost: 2, perOwnerCap: 3, lookahead: 1, capOf: () => 2 };
+  const options = { maxInFlight: 4, maxInFlightPerHost: 2, perOwnerCap: 3, lookahead: 1, prefetch: 0, capOf: () => 2 };
 
   it('sends in claim order within the global, host and owner caps, and a freed slot takes the next that fits', () => {
     const q = createLocalQueue(options);
@@ -39,11 +39,46 @@ describe('local queue (dispatch/localQueue.ts)', () => {
     expect(q.next()?.id).toBe(items[2]!.id);
   });
 
-  it('sends a trial at once: held, never queued', () => {
+  it('queues a trial first: the next slot its host has goes to it', () => {
     const q = createLocalQueue(options);
-    q.hold(item('a', 'o1'), true, 0);
-    expect([q.held(), q.queued()]).toEqual([1, 0]);
+    const first = q.hold(item('a', 'o1'), false, 0);
+    q.hold(item('a', 'o1'), false, 0);
+    q.began(q.next()!);
+    q.began(q.next()!); // host a at its cap (2)
+    const trial = q.hold(item('a', 'o2'), true, 0);
+    expect([q.held(), q.queued()]).toEqual([3, 1]);
     expect(q.next()).toBeUndefined();
+    q.ended(first);
+    expect(q.next()).toBe(trial);
+  });
+
+  it('sends to a host and an endpoint no more at once than the allowance a claim reported, the cap when none was, and forgets it once nothing there is held', () => {
+    const q = createLocalQueue({ ...options, maxInFlightPerHost: 4, capOf: () => 3, maxInFlight: 10, perOwnerCap: 10 });
+    const held = [1, 2, 3, 4, 5].map(() => q.hold(item('a', 'o1'), false, 0));
+    q.allow({ host: 'a', endpoint: 'http://a/hook', hostAllowance: 2, endpointAllowance: 3 });
+    const sent: HeldDelivery[] = [];
+    for (let next = q.next(); next; next = q.next()) {
+      q.began(next);
+      sent.push(next);
+    }
+    expect(sent.length).toBe(2); // the host's allowance: other owners hold the rest of its cap
+    q.allow({ host: 'a', endpoint: 'http://a/hook', hostAllowance: 4, endpointAllowance: 1 });
+    expect(q.next()).toBeUndefined(); // now the endpoint's: 2 out, 1 allowed
+    q.allow({ host: 'a', endpoint: 'http://a/hook', hostAllowance: 9, endpointAllowance: 9 });
+    for (let next = q.next(); next; next = q.next()) {
+      q.began(next);
+      sent.push(next);
+    }
+    expect(sent.length).toBe(3); // never past the endpoint's own cap (3) whatever was reported
+    for (const i of sent) {
+      q.ended(i);
+      i.finish();
+    }
+    for (const i of held) i.finish();
+    expect(q.held()).toBe(0);
+    q.allow({ host: 'b', endpoint: 'http://b/hook', hostAllowance: 0, endpointAllowance: 0 });
+    q.hold(item('a', 'o1'), false, 0);
+    expect(q.next()).toBeDefined(); // a's allowance was forgotten with its last delivery: the cap again
   });
 
   it('keeps a newer claim of the same delivery held when the older item is released', () => {
@@ -55,6 +90,19 @@ describe('local queue (dispatch/localQueue.ts)', () => {
     expect(q.heldItems()).toEqual([newer]);
     newer.finish();
     expect(q.held()).toBe(0);
+  });
+
+  it('reports a lease room reached by what it holds (a claim cut short there must run again): the cap plus the prefetch per host, per endpoint the cap plus at most itself', () => {
+    const q = createLocalQueue({ ...options, maxInFlightPerHost: 2, perOwnerCap: 10, prefetch: 2, capOf: (e) => (e.includes('slow') ? 1 : 10) });
+    for (let i = 0; i < 3; i++) q.hold(item('a', 'o1'), false, 0);
+    expect(q.atSomeCap()).toBe(false);
+    q.hold(item('a', 'o1'), false, 0);
+    expect(q.atSomeCap()).toBe(true);
+    const slow = createLocalQueue({ ...options, maxInFlightPerHost: 10, perOwnerCap: 10, prefetch: 5, capOf: (e) => (e.includes('slow') ? 1 : 10) });
+    slow.hold(item('slow', 'o1'), false, 0);
+    expect(slow.atSomeCap()).toBe(false);
+    slow.hold(item('slow', 'o1'), false, 0);
+    expect(slow.atSomeCap()).toBe(true);
   });
 
   it('reports a cap reached by what it holds (a claim cut short there must run again), per host, endpoint and owner', () => {
