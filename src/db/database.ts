@@ -65,10 +65,31 @@ export function openConfiguredDatabase(
 // service keeps in these types is far below 2^53; u64 amounts are stored as text on both.
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
+const TEXT_ARRAY_OID = 1009;
+const toNumber = (value: string) => Number(value);
 const pgTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID || oid === NUMERIC_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === INT8_OID || oid === NUMERIC_OID ? toNumber : oid === TEXT_ARRAY_OID && format !== 'binary' ? textArrayOnce() : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
+
+/**
+ * A text[] parser for one result column that parses a value repeated on the next rows only once
+ * (each row still gets an array of its own): the dispatcher's turn returns the ids it settled on
+ * every claimed row (settle_and_claim_webhook_deliveries), and parsing them character by character
+ * once per row was about 2 % of the dispatcher's CPU.
+ */
+function textArrayOnce(): (value: string) => string[] {
+  const parse = (pg.types.getTypeParser as (oid: number, format: 'text') => (value: string) => string[])(TEXT_ARRAY_OID, 'text');
+  let last: string | undefined;
+  let parsed: string[] = [];
+  return (value) => {
+    if (value !== last) {
+      parsed = parse(value);
+      last = value;
+    }
+    return parsed.slice();
+  };
+}
 
 /**
  * Opens a pool of `poolSize` connections to a PostgreSQL server (`postgres://user:pass@host:port/db`).

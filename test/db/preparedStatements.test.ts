@@ -39,4 +39,21 @@ describe.skipIf(!onPostgres)('hot statements on PostgreSQL', () => {
       await database.drop();
     }
   });
+
+  it('parse a text[] column repeated on every row once, each row still getting an array of its own with every element as stored', async () => {
+    const database = await createPostgresDatabase();
+    const { db, close } = openPostgres(database.url, { poolSize: 1 });
+    try {
+      const text = `select array['a', 'b,c', 'd"e', 'f\\g', null, '']::text[] as same, array[g::text]::text[] as own from generate_series(1, 3) g where g <= ? order by g`;
+      const { rows } = await execSql<{ same: Array<string | null>; own: string[] }>(db, text, [3]);
+      expect(rows.map((r) => r.own)).toEqual([['1'], ['2'], ['3']]);
+      for (const row of rows) expect(row.same).toEqual(['a', 'b,c', 'd"e', 'f\\g', null, '']);
+      rows[0]!.same.push('changed'); // one row's array is its own
+      expect(rows[1]!.same).toEqual(['a', 'b,c', 'd"e', 'f\\g', null, '']);
+      expect((await sql<{ a: string[] | null }>`select null::text[] as a`.execute(db)).rows).toEqual([{ a: null }]);
+    } finally {
+      await close();
+      await database.drop();
+    }
+  });
 });

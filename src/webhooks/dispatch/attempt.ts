@@ -136,6 +136,8 @@ export function createAttempter(deps: AttemptDeps): Attempter {
   return {
     send,
     log(item, outcome, result) {
+      // The fields are not even built for a level that is off (one object per delivery).
+      if (!deps.logger.isLevelEnabled(outcome.ok ? 'info' : 'warn')) return;
       const fields = { deliveryId: item.id, launchId: item.launchId, eventId: item.eventId, host: item.host, attempt: item.attempt, event: item.ctx.event, trial: item.trial };
       if (outcome.ok) deps.logger.info({ ...fields, statusCode: outcome.statusCode, durationMs: outcome.durationMs, result }, 'webhook delivered');
       else deps.logger.warn({ ...fields, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass, result, error: outcome.errorMessage, detail: outcome.logDetail }, 'webhook attempt failed');

@@ -1,18 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { ClaimedDelivery } from '../sql/claimWork.js';
+import { Held, type HeldDelivery } from './heldDelivery.js';
+export type { HeldDelivery } from './heldDelivery.js';
 import { createSendAllowances, type SendAllowance } from './sendAllowance.js';
-
-/** A delivery this dispatcher holds a lease on: queued, being sent, or being settled. */
-export interface HeldDelivery extends ClaimedDelivery {
-  /** A breaker's half-open trial: queued first, sent as soon as its host and endpoint have room. */
-  trial: boolean;
-  /** When it was claimed (the lease clock): a throttled delivery's send slot. */
-  claimedAt: number;
-  /** Resolves when the delivery's attempt is settled, or it was given back. */
-  done: Promise<void>;
-  /** Lets the delivery go (LocalQueue.release) and resolves `done`. */
-  finish(): void;
-}
 
 export interface LocalQueueOptions {
   maxInFlight: number;
@@ -80,6 +70,7 @@ export function createLocalQueue(options: LocalQueueOptions): LocalQueue {
   const sendingByOwner = new Map<string, number>();
   const heldByHost = new Map<string, number>();
   const heldByEndpoint = new Map<string, number>();
+  const heldByOwner = new Map<string, number>();
   const allowances = createSendAllowances();
   /** When each attempt being sent now was started (performance.now()). */
   const sentAt = new Map<HeldDelivery, number>();
@@ -89,8 +80,15 @@ export function createLocalQueue(options: LocalQueueOptions): LocalQueue {
     // (by the next turn) before this item finished: that newer item stays held.
     if (held.get(item.id) !== item) return;
     held.delete(item.id);
-    if (decrement(heldByHost, item.host) === 0) allowances.forgetHost(item.host);
-    if (decrement(heldByEndpoint, item.endpoint) === 0) allowances.forgetEndpoint(item.endpoint);
+    const [host, endpoint] = uncount(item);
+    if (host === 0) allowances.forgetHost(item.host);
+    if (endpoint === 0) allowances.forgetEndpoint(item.endpoint);
+  }
+
+  /** Takes a held item out of the host, endpoint and owner counts; what is left of the first two. */
+  function uncount(item: HeldDelivery): [number, number] {
+    decrement(heldByOwner, item.ctx.owner);
+    return [decrement(heldByHost, item.host), decrement(heldByEndpoint, item.endpoint)];
   }
 
   const fits = (item: HeldDelivery) =>
@@ -104,18 +102,14 @@ export function createLocalQueue(options: LocalQueueOptions): LocalQueue {
 
   return {
     hold(row, trial, claimedAt) {
-      let resolve: () => void = () => undefined;
-      const done = new Promise<void>((r) => (resolve = r));
-      const item: HeldDelivery = { ...row, trial, claimedAt, done, finish: () => (release(item), resolve()) };
+      const item = new Held(row, trial, claimedAt, release);
       // A newer claim of a delivery still held replaces it (the older item's finish() then leaves it).
       const before = held.get(item.id);
-      if (before) {
-        decrement(heldByHost, before.host);
-        decrement(heldByEndpoint, before.endpoint);
-      }
+      if (before) uncount(before);
       held.set(item.id, item);
       heldByHost.set(item.host, (heldByHost.get(item.host) ?? 0) + 1);
       heldByEndpoint.set(item.endpoint, (heldByEndpoint.get(item.endpoint) ?? 0) + 1);
+      heldByOwner.set(item.ctx.owner, (heldByOwner.get(item.ctx.owner) ?? 0) + 1);
       if (trial) queue.unshift(item);
       else queue.push(item);
       return item;
@@ -145,25 +139,16 @@ export function createLocalQueue(options: LocalQueueOptions): LocalQueue {
       decrement(sendingByOwner, item.ctx.owner);
     },
     atSomeCap() {
-      const byHost = new Map<string, number>();
-      const byEndpoint = new Map<string, number>();
-      const byOwner = new Map<string, number>();
-      for (const item of held.values()) {
-        const h = (byHost.get(item.host) ?? 0) + 1;
-        const e = (byEndpoint.get(item.endpoint) ?? 0) + 1;
-        const o = (byOwner.get(item.ctx.owner) ?? 0) + 1;
-        if (h >= options.maxInFlightPerHost + options.prefetch || e >= endpointRoom(item.endpoint) || o >= options.perOwnerCap + options.lookahead) return true;
-        byHost.set(item.host, h);
-        byEndpoint.set(item.endpoint, e);
-        byOwner.set(item.ctx.owner, o);
-      }
+      for (const n of heldByHost.values()) if (n >= options.maxInFlightPerHost + options.prefetch) return true;
+      for (const [endpoint, n] of heldByEndpoint) if (n >= endpointRoom(endpoint)) return true;
+      for (const n of heldByOwner.values()) if (n >= options.perOwnerCap + options.lookahead) return true;
       return false;
     },
     heldByOwner(settling) {
-      const byOwner = new Map<string, number>();
-      for (const item of held.values()) {
-        if (settling.has(item.id)) continue;
-        byOwner.set(item.ctx.owner, (byOwner.get(item.ctx.owner) ?? 0) + 1);
+      const byOwner = new Map(heldByOwner);
+      for (const id of settling) {
+        const item = held.get(id);
+        if (item) decrement(byOwner, item.ctx.owner);
       }
       return byOwner;
     },

@@ -81,6 +81,25 @@ describe('local queue (dispatch/localQueue.ts)', () => {
     expect(q.next()).toBeDefined(); // a's allowance was forgotten with its last delivery: the cap again
   });
 
+  it('resolves done for a delivery finished before anyone waited and for one waited on first, and counts what it holds per owner as it goes', async () => {
+    const q = createLocalQueue(options);
+    const early = q.hold(item('a', 'o1'), false, 0);
+    const late = q.hold(item('a', 'o2'), false, 0);
+    const waited = late.done;
+    expect(q.heldByOwner(new Set())).toEqual(new Map([['o1', 1], ['o2', 1]]));
+    early.finish();
+    expect(q.heldByOwner(new Set())).toEqual(new Map([['o2', 1]]));
+    let lateDone = false;
+    void waited.then(() => (lateDone = true));
+    await Promise.resolve();
+    expect(lateDone).toBe(false);
+    late.finish();
+    await Promise.all([early.done, waited]);
+    expect(lateDone).toBe(true);
+    expect(q.heldByOwner(new Set())).toEqual(new Map());
+    expect(q.atSomeCap()).toBe(false);
+  });
+
   it('keeps a newer claim of the same delivery held when the older item is released', () => {
     const q = createLocalQueue(options);
     const row = item('a', 'o1');
