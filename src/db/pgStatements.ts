@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { arrayLiteral } from './pgArrays.js';
 
 /* PostgreSQL's side of execSql (sqlText.ts): placeholders numbered, and each text a named prepared statement per connection. */
 
@@ -28,14 +29,17 @@ interface QueryingClient {
 /**
  * Makes `client` (a pooled node-postgres connection, before first use) run the statements
  * `execSql` (sqlText.ts) sends as named prepared statements: parsed and planned once per connection
- * instead of on every call (the dispatcher's claim and settle run thousands of times a second).
- * Every other statement (kysely's query builder, migrations) goes through untouched.
+ * instead of on every call (the dispatcher's claim and settle run thousands of times a second),
+ * their array parameters written as literals by arrayLiteral (pgArrays.ts). Every other statement (kysely's query builder, migrations) goes through untouched.
  */
 export function preparePostgresStatements(client: QueryingClient): void {
   const query = client.query.bind(client) as (config: unknown, values?: unknown, callback?: unknown) => unknown;
   const named = (config: unknown, values?: unknown, callback?: unknown) => {
     const name = typeof config === 'string' && callback === undefined && Array.isArray(values) ? preparedNames.get(config) : undefined;
-    return name === undefined ? query(config, values, callback) : query({ name, text: config, values });
+    return name === undefined ? query(config, values, callback) : query({ name, text: config, values: (values as unknown[]).map(literalArrays) });
   };
   client.query = named as QueryingClient['query'];
 }
+
+/** An array parameter as its literal (pgArrays.ts; the claim and settle send about twenty arrays a turn), anything else as is. */
+const literalArrays = (value: unknown) => (Array.isArray(value) ? (arrayLiteral(value) ?? value) : value);

@@ -195,6 +195,8 @@ export function createBreakerRegistry(deps: BreakerRegistryDeps): BreakerRegistr
         const verdict = breakerVerdict(outcome);
         const at = now();
         // Only the trial speaks for a half-open endpoint; stragglers from before it opened do not.
+        // A success at a closed breaker without failures changes nothing (most attempts): no update to try.
+        if (verdict === 'success' && sameState(get(endpoint), initialBreakerState)) return outcome;
         if (verdict !== 'neutral') {
           await apply(endpoint, (s) =>
             s.state === 'half-open' && !trial ? s : verdict === 'success' ? breakerSucceeded(s) : breakerFailed(s, at, deps.policy),

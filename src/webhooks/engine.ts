@@ -87,12 +87,15 @@ export function createWebhookEngine(deps: WebhookEngineDeps): WebhookEngine {
     secretBox: deps.secretBox,
     client,
     breakers,
-    afterAttempt: async (ctx, outcome, now) => {
+    afterAttempt: (ctx, outcome, now) => {
       // A success ended the endpoint's failing run when it was settled (settle.ts). A secret we
-      // cannot decrypt, or our own stalled loop, is our problem, not the endpoint's.
-      if (outcome.ok || ctx.endpointId === null || outcome.errorClass === 'secret_unavailable' || outcome.serviceFault) return;
-      const disabled = await noteEndpointFailure(deps.db, { endpointId: ctx.endpointId, statusCode: outcome.statusCode, now, disableAfterMs });
-      if (disabled) deps.logger.warn({ component: 'webhook-endpoints', endpointId: ctx.endpointId, reason: disabled, statusCode: outcome.statusCode }, 'webhook endpoint disabled');
+      // cannot decrypt, or our own stalled loop, is our problem, not the endpoint's. (Nothing to do
+      // returns no promise: most attempts.)
+      const endpointId = ctx.endpointId;
+      if (outcome.ok || endpointId === null || outcome.errorClass === 'secret_unavailable' || outcome.serviceFault) return undefined;
+      return noteEndpointFailure(deps.db, { endpointId, statusCode: outcome.statusCode, now, disableAfterMs }).then((disabled) => {
+        if (disabled) deps.logger.warn({ component: 'webhook-endpoints', endpointId, reason: disabled, statusCode: outcome.statusCode }, 'webhook endpoint disabled');
+      });
     },
     busy: () => loopLag.busy(),
     options: {

@@ -56,4 +56,21 @@ describe.skipIf(!onPostgres)('hot statements on PostgreSQL', () => {
       await database.drop();
     }
   });
+
+  it('send array parameters and read text[] columns back exactly, whatever the elements hold', async () => {
+    const database = await createPostgresDatabase();
+    const { db, close } = openPostgres(database.url, { poolSize: 1 });
+    try {
+      const texts = ['a', 'b"c', 'd\\e', null, '', 'NULL', 'null', 'x y', '{z}', 'p,q', 'ü'];
+      const { rows } = await execSql<{ t: Array<string | null>; n: Array<number | null>; b: number[]; e: string[]; len: number }>(
+        db,
+        'select ?::text[] as t, ?::integer[] as n, ?::bigint[] as b, ?::text[] as e, cardinality(?::text[]) as len',
+        [texts, [1, null, -3], [2 ** 40, 0], [], texts],
+      );
+      expect(rows).toEqual([{ t: texts, n: [1, null, -3], b: ['1099511627776', '0'], e: [], len: texts.length }]);
+    } finally {
+      await close();
+      await database.drop();
+    }
+  });
 });

@@ -38,8 +38,8 @@ export interface DispatcherDeps {
   client: WebhookHttpClient;
   breakers: BreakerRegistry;
   options: DispatcherOptions;
-  /** Runs after each settled attempt (webhook endpoint health: a 410 or a long failing run disables it). */
-  afterAttempt?(ctx: DeliveryContext, outcome: AttemptOutcome, now: number): Promise<void>;
+  /** Runs after each settled attempt (webhook endpoint health: a 410 or a long failing run disables it); returns nothing when it has nothing to do. */
+  afterAttempt?(ctx: DeliveryContext, outcome: AttemptOutcome, now: number): Promise<void> | undefined;
   /** True while the event loop runs late: claim no more than one host's cap per turn, so requests (health first) get their turn. */
   busy?: () => boolean;
 }
