@@ -6,7 +6,7 @@ import { startBackgroundCheckpointer, WAL_RESTART_FRAMES, type BackgroundCheckpo
 import { DirectSqliteDialect, type StatementSource } from './directSqlite.js';
 import { prepareAutoVacuum, reclaimFreePages, type AutoVacuumMode } from './incrementalVacuum.js';
 import { parseTextArray } from './pgArrays.js';
-import { preparePostgresStatements } from './pgStatements.js';
+import { notePostgresPool, preparePostgresStatements } from './pgStatements.js';
 import { createWriteLockBuffer, mainWriteLock } from './writeLock.js';
 import { migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -125,6 +125,7 @@ export function openPostgres(url: string, options: { poolSize?: number; idleTran
     preparePostgresStatements(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  notePostgresPool(db, pool);
   let closed = false;
   return {
     db,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { QueryResult } from 'kysely';
 import { arrayLiteral } from './pgArrays.js';
 
 /* PostgreSQL's side of execSql (sqlText.ts): placeholders numbered, and each text a named prepared statement per connection. */
@@ -43,3 +44,37 @@ export function preparePostgresStatements(client: QueryingClient): void {
 
 /** An array parameter as its literal (pgArrays.ts; the claim and settle send about twenty arrays a turn), anything else as is. */
 const literalArrays = (value: unknown) => (Array.isArray(value) ? (arrayLiteral(value) ?? value) : value);
+
+/** The pool behind each PostgreSQL database openPostgres made (database.ts), for {@link runOnPool}. */
+const pools = new WeakMap<object, PoolLike>();
+
+interface PoolLike {
+  connect(): Promise<{ query(text: string, values: unknown[]): Promise<{ command: string; rowCount: number | null; rows: unknown[] }>; release(): void }>;
+}
+
+/** Notes the pool behind `db` (not a transaction of it: those keep their own connection). */
+export function notePostgresPool(db: object, pool: PoolLike): void {
+  pools.set(db, pool);
+}
+
+/**
+ * Runs an execSql statement (already in its PostgreSQL form) on a pooled connection of `db` directly
+ * and returns the result as kysely would, or undefined when `db` is not a database openPostgres made.
+ * kysely's executor adds nothing to a raw statement here (no plugins) but a query node, an id, a
+ * parameter copy and a connection wrapper per call, and the dispatcher runs one per turn.
+ */
+export function runOnPool<R>(db: object, text: string, parameters: readonly unknown[]): Promise<QueryResult<R>> | undefined {
+  const pool = pools.get(db);
+  return pool === undefined ? undefined : run<R>(pool, text, parameters);
+}
+
+async function run<R>(pool: PoolLike, text: string, parameters: readonly unknown[]): Promise<QueryResult<R>> {
+  const client = await pool.connect();
+  try {
+    const { command, rowCount, rows } = await client.query(text, parameters as unknown[]);
+    const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
+    return { numAffectedRows: changed ? BigInt(rowCount ?? 0) : undefined, rows: (rows ?? []) as R[] };
+  } finally {
+    client.release();
+  }
+}

@@ -2,7 +2,7 @@ import { CompiledQuery, type QueryResult } from 'kysely';
 import type { DbOrTx } from './database.js';
 import { isPostgres } from './dialect.js';
 import { runInSqliteTransaction } from './directSqlite.js';
-import { postgresText } from './pgStatements.js';
+import { postgresText, runOnPool } from './pgStatements.js';
 
 /**
  * Runs a hot statement given as SQL text with `?` placeholders and its parameters in order, without
@@ -10,7 +10,8 @@ import { postgresText } from './pgStatements.js';
  * settle run thousands of times a second; building them was about a tenth of its process). The
  * statement still goes through the database's (or transaction's) executor, so it runs on the
  * transaction's connection, and on SQLite the prepared statement is reused by its text; inside a
- * SQLite transaction it runs on the connection directly (directSqlite.ts).
+ * SQLite transaction it runs on the connection directly (directSqlite.ts), and on PostgreSQL outside
+ * a transaction on a pooled connection directly (runOnPool, pgStatements.ts).
  *
  * The text must be SQL both stores accept (dialect differences stay in `dialect.ts`), and a `?` may
  * appear in it only as a placeholder: no string literal or operator containing one. Callers keep the
@@ -24,7 +25,9 @@ export function execSql<R>(db: DbOrTx, text: string, parameters: readonly unknow
   } catch (error) {
     return Promise.reject(error as Error);
   }
-  return db.executeQuery<R>(CompiledQuery.raw(isPostgres(db) ? postgresText(text) : text, parameters as unknown[]));
+  if (!isPostgres(db)) return db.executeQuery<R>(CompiledQuery.raw(text, parameters as unknown[]));
+  const pgText = postgresText(text);
+  return (db.isTransaction ? undefined : runOnPool<R>(db, pgText, parameters)) ?? db.executeQuery<R>(CompiledQuery.raw(pgText, parameters as unknown[]));
 }
 
 /** `count` placeholders separated by commas, for an `in (…)` list. */

@@ -88,17 +88,33 @@ function oneRoundTrip(input: SettleAndClaimInput, claims: readonly ClaimArgs[]):
   return true;
 }
 
+const NO_CLAIM: ClaimArgs = { owner: '', now: 0, leaseMs: 0, limit: 0, perHostCap: 0, excludeEndpoints: [], maxAttempts: 0 };
+
 type TurnRow = ClaimedRowPg & { delivered: string[]; canceled: string[] };
 
 async function settleAndClaimPg(db: Db, settles: readonly SettleInput[], claim: ClaimArgs | undefined): Promise<SettleAndClaimOutput> {
-  const s: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], [], [], []];
-  for (const input of settles) {
+  // The function's settle parameters, one array per column (column-wise: no row array per settle).
+  const n = settles.length;
+  const s = Array.from({ length: 14 }, () => new Array<unknown>(n));
+  for (let i = 0; i < n; i++) {
+    const input = settles[i]!;
     const row = attemptRow(input);
-    const values = [input.delivery.id, input.owner, input.delivery.lease_token, row.status_code, input.now, input.endpointId ?? null, newSortableId('att'), row.attempt, row.started_at, row.duration_ms, row.outcome, row.error_class, row.error_message, row.response_body];
-    values.forEach((v, i) => s[i]!.push(v));
+    s[0]![i] = input.delivery.id;
+    s[1]![i] = input.owner;
+    s[2]![i] = input.delivery.lease_token;
+    s[3]![i] = row.status_code;
+    s[4]![i] = input.now;
+    s[5]![i] = input.endpointId ?? null;
+    s[6]![i] = newSortableId('att');
+    s[7]![i] = row.attempt;
+    s[8]![i] = row.started_at;
+    s[9]![i] = row.duration_ms;
+    s[10]![i] = row.outcome;
+    s[11]![i] = row.error_class;
+    s[12]![i] = row.error_message;
+    s[13]![i] = row.response_body;
   }
-  const noClaim: ClaimArgs = { owner: '', now: 0, leaseMs: 0, limit: 0, perHostCap: 0, excludeEndpoints: [], maxAttempts: 0 };
-  const { rows } = await execSql<TurnRow>(db, TURN_PG, [...s, ...claimFunctionParams(claim ?? noClaim)]);
+  const { rows } = await execSql<TurnRow>(db, TURN_PG, [...s, ...claimFunctionParams(claim ?? NO_CLAIM)]);
   const delivered = new Set(rows[0]?.delivered ?? []);
   const canceled = new Set(rows[0]?.canceled ?? []);
   const results = settles.map((input): SettleResult => (delivered.has(input.delivery.id) ? 'delivered' : canceled.has(input.delivery.id) ? 'canceled' : 'lease_lost'));

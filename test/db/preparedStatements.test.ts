@@ -73,4 +73,28 @@ describe.skipIf(!onPostgres)('hot statements on PostgreSQL', () => {
       await database.drop();
     }
   });
+
+  it('run on a pooled connection outside a transaction and on the transaction’s own inside one, counting changed rows either way', async () => {
+    const database = await createPostgresDatabase();
+    const { db, close } = openPostgres(database.url, { poolSize: 2 });
+    try {
+      await sql`create table items (id text primary key, n integer not null)`.execute(db);
+      await sql`insert into items values ('a', 1), ('b', 2)`.execute(db);
+      const bump = 'update items set n = n + ? where id in (?, ?)';
+      expect((await execSql(db, bump, [10, 'a', 'b'])).numAffectedRows).toBe(2n);
+      expect((await execSql(db, 'select n from items where id = ?', ['zzz'])).numAffectedRows).toBeUndefined();
+      await expect(
+        db.transaction().execute(async (trx) => {
+          expect((await execSql(trx, bump, [100, 'a', 'x'])).numAffectedRows).toBe(1n);
+          expect((await execSql<{ n: number }>(trx, 'select n from items where id = ?', ['a'])).rows).toEqual([{ n: 111 }]);
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      const { rows } = await execSql<{ id: string; n: number }>(db, 'select id, n from items where n > ? order by id', [0]);
+      expect(rows).toEqual([{ id: 'a', n: 11 }, { id: 'b', n: 12 }]);
+    } finally {
+      await close();
+      await database.drop();
+    }
+  });
 });
