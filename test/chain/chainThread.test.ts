@@ -43,6 +43,10 @@ describe.skipIf(onPostgres)('the embedded chain on its own thread (CHAIN_THREAD=
     expect(t.config.chain.thread).toBe(true);
     const key = await t.key('acme', ['launches:write', 'launches:read']);
     const body = launchBody({ totalSupply: '2500000', decimals: 6, revokeMintAuthority: true });
+    const active = new Set<string>();
+    t.service.chain.history.onActivity?.((addresses) => addresses.forEach((a) => active.add(a)));
+    const embedded = t.service.chain as EmbeddedBackend;
+    const countBefore = embedded.transactionCount();
     const id = await t.createLaunch(key, body);
     t.service.start();
     await waitComplete(t, id);
@@ -55,6 +59,13 @@ describe.skipIf(onPostgres)('the embedded chain on its own thread (CHAIN_THREAD=
     expect(onChain.mint.supply).toBe(2_500_000n * 10n ** 6n);
     expect(onChain.mint.mintAuthority).toBeNull();
     expect(await ataBalance(t.service.chain, mint, body.creator as string, TOKEN_2022_PROGRAM_ID)).toBe(2_500_000n * 10n ** 6n);
+    // The activity of its transactions reached the main thread (carried on the thread's answers):
+    // the mint's accounts, and the chain's transaction count past the launch's transactions.
+    const steps = await t.service.db.selectFrom('launch_steps').select('transactions').where('launch_id', '=', id).execute();
+    const signatures = steps.flatMap((s) => JSON.parse(s.transactions) as unknown[]);
+    expect(signatures.length).toBeGreaterThan(0);
+    expect(active.has(mint)).toBe(true);
+    expect(embedded.transactionCount()).toBeGreaterThanOrEqual(countBefore + signatures.length);
 
     // The chain thread committed the chain's state to the service's database (its own connection).
     const stored = await t.service.db.selectFrom('chain_accounts').select(['address', 'owner']).where('address', '=', mint).execute();

@@ -93,4 +93,73 @@ describe('the chain thread client', () => {
     await vi.advanceTimersByTimeAsync(120_000);
     expect(ports).toHaveLength(4);
   });
+
+  it('reports the activity that rides on an answer or a record before that message, and alone', async () => {
+    const port = new FakePort();
+    const connecting = connectChainThread(() => port, { clock: systemClock, logger: silentLogger() });
+    port.send({ t: 'ready', info });
+    const thread = await connecting;
+    const seen: string[][] = [];
+    thread.backend.history.onActivity?.((addresses) => seen.push([...addresses]));
+
+    // A step: its record carries the first transaction's accounts, its result the second's.
+    const recorded: string[] = [];
+    let seenAtRecord = -1;
+    const step = thread.runStep({
+      launchId: 'lch_1',
+      step: 'create_mint',
+      request: {},
+      results: {},
+      pending: {},
+      logger: silentLogger(),
+      recordPending: async (label) => {
+        seenAtRecord = seen.length;
+        recorded.push(label);
+      },
+    });
+    const sent = port.sent.find((m) => m.t === 'step') as { id: number };
+    port.send({ t: 'record', id: 1, step: sent.id, label: 'mint', tx: {}, activity: { addresses: ['A', 'B'], count: 1 } });
+    await vi.waitFor(() => expect(port.sent.some((m) => m.t === 'recorded')).toBe(true));
+    expect(recorded).toEqual(['mint']);
+    expect(seenAtRecord).toBe(1);
+    let seenAtResult = -1;
+    const done = step.then((outcome) => {
+      seenAtResult = seen.length;
+      return outcome;
+    });
+    port.send({ t: 'result', id: sent.id, value: { result: {}, transactions: [] }, activity: { addresses: ['C'], count: 2 } });
+    await done;
+    expect(seenAtResult).toBe(2);
+    // Activity with no message to ride on comes alone.
+    port.send({ t: 'activity', addresses: ['D'], count: 3 });
+    expect(seen).toEqual([['A', 'B'], ['C'], ['D']]);
+    expect(thread.backend.transactionCount()).toBe(3);
+  });
+
+  it('asks the thread for each size’s rent-exempt minimum once', async () => {
+    const port = new FakePort();
+    const connecting = connectChainThread(() => port, { clock: systemClock, logger: silentLogger() });
+    port.send({ t: 'ready', info });
+    const thread = await connecting;
+    const rentCalls = () => port.sent.filter((m) => m.t === 'call' && m.method === 'getMinimumBalanceForRentExemption') as Array<{ id: number; args: unknown[] }>;
+
+    // A failed answer is not remembered.
+    const failing = thread.backend.getMinimumBalanceForRentExemption(165);
+    port.send({ t: 'error', id: rentCalls()[0]!.id, error: { name: 'TransientError', code: 'chain_unavailable', message: 'busy' } });
+    await expect(failing).rejects.toBeInstanceOf(TransientError);
+
+    const first = thread.backend.getMinimumBalanceForRentExemption(165);
+    const second = thread.backend.getMinimumBalanceForRentExemption(165);
+    expect(rentCalls()).toHaveLength(2);
+    port.send({ t: 'result', id: rentCalls()[1]!.id, value: 2_039_280 });
+    expect([await first, await second]).toEqual([2_039_280, 2_039_280]);
+    expect(await thread.backend.getMinimumBalanceForRentExemption(165)).toBe(2_039_280);
+    expect(rentCalls()).toHaveLength(2);
+
+    const other = thread.backend.getMinimumBalanceForRentExemption(82);
+    expect(rentCalls()).toHaveLength(3);
+    expect(rentCalls()[2]!.args).toEqual([82]);
+    port.send({ t: 'result', id: rentCalls()[2]!.id, value: 1_461_600 });
+    expect(await other).toBe(1_461_600);
+  });
 });

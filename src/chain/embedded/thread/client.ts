@@ -6,7 +6,7 @@ import type { ChainHistory } from '../../history.js';
 import type { PendingTx, StepOutcome } from '../../steps/types.js';
 import type { EmbeddedBackend } from '../backend.js';
 import { createTimeline, BLOCKHASH_VALIDITY_BLOCKS } from '../timeline.js';
-import { fromWireAccount, fromWireAccounts, fromWireError, type ChainMethod, type ChainThreadInfo, type FromChain, type ToChain, type WireAccount, type WireStepInput } from './protocol.js';
+import { fromWireAccount, fromWireAccounts, fromWireError, type ChainMethod, type ChainThreadInfo, type FromChain, type ToChain, type WireAccount, type WireActivity, type WireStepInput } from './protocol.js';
 
 /** The end of a `Worker` the client needs. */
 export interface ClientPort {
@@ -92,6 +92,18 @@ export function connectChainThread(
     });
   const call = (method: ChainMethod, ...args: unknown[]) => request({ t: 'call', method, args });
 
+  /** Activity the chain thread reported, alone or with an answer (WireActivity): to the listeners. */
+  const reportActivity = (activity: WireActivity) => {
+    transactionCount = activity.count;
+    for (const listener of listeners) {
+      try {
+        listener(activity.addresses);
+      } catch (error) {
+        logger.warn({ err: error }, 'chain activity listener failed');
+      }
+    }
+  };
+
   /** Starts a thread; `ready` gets its info once the chain is up, `failed` why it did not come up. */
   function open(ready: (link: Link, info: ChainThreadInfo) => void, failedOnce: (error: Error) => void): void {
     // A start that fails is told once: its `failed` answer or start timeout, then its exit, each say so.
@@ -127,6 +139,7 @@ export function connectChainThread(
     port.on('error', (error) => stop(error));
     port.on('exit', (code) => stop(new Error(`the chain thread exited with code ${code}`)));
     port.on('message', (message) => {
+      if ('activity' in message && message.activity) reportActivity(message.activity);
       switch (message.t) {
         case 'ready':
           clearTimeout(startTimer);
@@ -163,14 +176,7 @@ export function connectChainThread(
           return;
         }
         case 'activity':
-          transactionCount = message.count;
-          for (const listener of listeners) {
-            try {
-              listener(message.addresses);
-            } catch (error) {
-              logger.warn({ err: error }, 'chain activity listener failed');
-            }
-          }
+          reportActivity(message);
           return;
         case 'log':
           relayLog(deps.logger, message.line);
@@ -215,6 +221,20 @@ export function connectChainThread(
     const timeline = createTimeline(deps.clock, info.timelineOrigin.genesisMs, info.timelineOrigin.chainId, info.floorHeight);
     const account = async (method: ChainMethod, ...args: unknown[]) => fromWireAccount((await call(method, ...args)) as WireAccount | null);
     const accounts = async (method: ChainMethod, ...args: unknown[]) => fromWireAccounts((await call(method, ...args)) as Array<{ pubkey: string; account: WireAccount }>);
+    // The embedded chain's rent never changes (LiteSVM's default Rent, never set): each size's
+    // minimum is asked of the thread once, not on every launch's quote (two round trips a create).
+    const rentBySize = new Map<number, Promise<number>>();
+    const rentExempt = (size: number): Promise<number> => {
+      let known = rentBySize.get(size);
+      if (!known) {
+        // Sizes come from the code's account layouts (and a DAO name's length): a handful.
+        if (rentBySize.size >= 1024) rentBySize.clear();
+        known = call('getMinimumBalanceForRentExemption', size) as Promise<number>;
+        rentBySize.set(size, known);
+        known.catch(() => rentBySize.delete(size));
+      }
+      return known;
+    };
     const history: ChainHistory = {
       signaturesForAddress: (addr, options) => call('history.signaturesForAddress', addr, options) as ReturnType<ChainHistory['signaturesForAddress']>,
       getTransaction: (signature) => call('history.getTransaction', signature) as ReturnType<ChainHistory['getTransaction']>,
@@ -248,7 +268,7 @@ export function connectChainThread(
       getAccountInfo: (pubkey, commitment) => account('getAccountInfo', pubkey.toBase58(), commitment),
       getBalance: (pubkey) => call('getBalance', pubkey.toBase58()) as Promise<number>,
       getLamports: (pubkey) => call('getLamports', pubkey.toBase58()) as Promise<bigint>,
-      getMinimumBalanceForRentExemption: (size) => call('getMinimumBalanceForRentExemption', size) as Promise<number>,
+      getMinimumBalanceForRentExemption: rentExempt,
       isProgramExecutable: (programId) => call('isProgramExecutable', programId.toBase58()) as Promise<boolean>,
       fetchPrograms: (programIds) => call('fetchPrograms', programIds) as ReturnType<NonNullable<EmbeddedBackend['fetchPrograms']>>,
       probe: () => call('probe') as ReturnType<EmbeddedBackend['probe']>,

@@ -3,7 +3,7 @@ import type { AccountFilter } from '../../history.js';
 import type { Commitment } from '../../backend.js';
 import type { StepOutcome } from '../../steps/types.js';
 import type { EmbeddedBackend } from '../backend.js';
-import { toWireAccount, toWireAccounts, toWireError, type ChainMethod, type ChainThreadInfo, type FromChain, type ToChain, type WireStepInput } from './protocol.js';
+import { toWireAccount, toWireAccounts, toWireError, type ChainMethod, type ChainThreadInfo, type FromChain, type ToChain, type WireActivity, type WireStepInput } from './protocol.js';
 
 /** The end of a `MessagePort` (or `parentPort`) the host needs. */
 export interface HostPort {
@@ -25,6 +25,9 @@ export class ChainThreadHost {
   private backend: EmbeddedBackend | undefined;
   private runStep: ThreadStepRunner | undefined;
   private onClose: (() => Promise<void>) | undefined;
+  /** Accounts of transactions committed since the last report, sent with the next message (see WireActivity). */
+  private activity: Set<string> | undefined;
+  private activityFlush: NodeJS.Immediate | undefined;
 
   constructor(private readonly port: HostPort) {
     port.on('message', (message) => this.receive(message));
@@ -44,8 +47,33 @@ export class ChainThreadHost {
     this.backend = backend;
     this.runStep = deps.runStep;
     this.onClose = deps.close;
-    backend.history.onActivity?.((addresses) => this.port.postMessage({ t: 'activity', addresses: [...addresses], count: backend.transactionCount() }));
+    backend.history.onActivity?.((addresses) => {
+      this.activity ??= new Set();
+      for (const address of addresses) this.activity.add(address);
+      // Nothing else went out by the end of this turn: it goes alone.
+      this.activityFlush ??= setImmediate(() => {
+        this.activityFlush = undefined;
+        const activity = this.takeActivity();
+        if (activity) this.port.postMessage({ t: 'activity', ...activity });
+      });
+    });
     this.port.postMessage({ t: 'ready', info: { ...deps.info, transactionCount: backend.transactionCount() } });
+  }
+
+  /** The activity not yet reported, now taken to go out with a message. */
+  private takeActivity(): WireActivity | undefined {
+    const addresses = this.activity;
+    if (!addresses || !this.backend) return undefined;
+    this.activity = undefined;
+    if (this.activityFlush) clearImmediate(this.activityFlush);
+    this.activityFlush = undefined;
+    return { addresses: [...addresses], count: this.backend.transactionCount() };
+  }
+
+  /** An answer or a record, with the activity not yet reported (before it, as if sent first). */
+  private send(message: Extract<FromChain, { t: 'result' | 'error' | 'record' }>): void {
+    const activity = this.takeActivity();
+    this.port.postMessage(activity ? { ...message, activity } : message);
   }
 
   private receive(message: ToChain): void {
@@ -75,8 +103,8 @@ export class ChainThreadHost {
 
   private answer(id: number, run: () => Promise<unknown>): void {
     run().then(
-      (value) => this.port.postMessage({ t: 'result', id, value }),
-      (error: unknown) => this.port.postMessage({ t: 'error', id, error: toWireError(error) }),
+      (value) => this.send({ t: 'result', id, value }),
+      (error: unknown) => this.send({ t: 'error', id, error: toWireError(error) }),
     );
   }
 
@@ -86,7 +114,7 @@ export class ChainThreadHost {
       new Promise<void>((resolve, reject) => {
         const id = (this.nextId += 1);
         this.waiting.set(id, { resolve, reject });
-        this.port.postMessage({ t: 'record', id, step: stepId, label, tx });
+        this.send({ t: 'record', id, step: stepId, label, tx });
       });
     return this.runStep(input, recordPending);
   }

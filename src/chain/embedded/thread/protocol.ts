@@ -23,15 +23,26 @@ export type ToChain =
 export type FromChain =
   | { t: 'ready'; info: ChainThreadInfo }
   | { t: 'failed'; error: WireError }
-  | { t: 'result'; id: number; value: unknown }
-  | { t: 'error'; id: number; error: WireError }
+  | { t: 'result'; id: number; value: unknown; activity?: WireActivity }
+  | { t: 'error'; id: number; error: WireError; activity?: WireActivity }
   /** A step's executor asks the main thread to persist a signed transaction before it is sent. */
-  | { t: 'record'; id: number; step: number; label: string; tx: unknown }
-  /** The accounts of a committed transaction (ChainHistory.onActivity) and the chain's transaction count. */
-  | { t: 'activity'; addresses: string[]; count: number }
+  | { t: 'record'; id: number; step: number; label: string; tx: unknown; activity?: WireActivity }
+  /** Activity no answer carried on within the chain thread's turn (see WireActivity). */
+  | ({ t: 'activity' } & WireActivity)
   /** A log line of the chain thread's pino logger (JSON). */
   | { t: 'log'; line: string }
   | { t: 'closed' };
+
+/**
+ * The accounts of the transactions committed since the last report (ChainHistory.onActivity) and
+ * the chain's transaction count. It rides on the next answer or record the chain thread sends (a
+ * step's transaction commits just before its next record or its result), or goes alone at the end
+ * of the thread's turn: no message of its own per transaction.
+ */
+export interface WireActivity {
+  addresses: string[];
+  count: number;
+}
 
 /** What the main thread learns once at start (the synchronous members of the backend). */
 export interface ChainThreadInfo {
