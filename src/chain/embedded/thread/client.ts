@@ -312,7 +312,9 @@ export function connectChainThread(
             payerSeed: input.payerSeed,
             budgetLamports: input.budgetLamports,
             signing: input.signing,
-            logBindings: input.logger.bindings(),
+            // The bindings the thread's lines of this step carry; a step logger that writes nothing
+            // (LOG_LEVEL=silent) sends none (pino parses them anew on each call).
+            logBindings: input.logger.isLevelEnabled('fatal') ? input.logger.bindings() : {},
           },
         },
         input,
