@@ -59,7 +59,7 @@ export async function findActiveKey(db: DbOrTx, key: string): Promise<ApiKeyRow 
 }
 
 export async function listApiKeys(db: DbOrTx): Promise<ApiKeyRow[]> {
-  return db.selectFrom('api_keys').selectAll().orderBy('created_at', 'asc').execute();
+  return db.selectFrom('api_keys').selectAll().orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
 }
 
 /** Revokes a key by id; false when no active key has that id. */

@@ -20,7 +20,7 @@ export interface DeadLetterFilter {
  */
 export async function listDeadLettersPage(db: Db, filter: DeadLetterFilter): Promise<DeadLetterRow[]> {
   const page = (kind: DeadLetterRow['kind'] | undefined, limit: number, offset: number) => {
-    let q = db.selectFrom('dead_letters').selectAll().orderBy('created_at', 'desc').limit(limit).offset(offset);
+    let q = db.selectFrom('dead_letters').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(offset);
     if (filter.status) q = q.where('status', '=', filter.status);
     if (kind) q = q.where('kind', '=', kind);
     return q.execute();

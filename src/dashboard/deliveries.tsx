@@ -42,6 +42,7 @@ export async function listDeliveriesPage(db: Db, user: DashboardUser, filter: De
     .innerJoin('outbox_events as e', 'e.id', 'd.event_id')
     .select(['d.id', 'd.launch_id', 'e.event', 'e.sequence', 'd.url', 'd.endpoint', 'd.status', 'd.attempt_count', 'd.next_attempt_at', 'd.last_error', 'd.created_at'])
     .orderBy('d.created_at', 'desc')
+    .orderBy('d.id', 'desc')
     .limit(PAGE)
     .offset(filter.offset);
   if (filter.status === 'delivered') q = q.where(withoutIndex(db, 'd.status'), '=', filter.status);

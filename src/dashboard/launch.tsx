@@ -63,6 +63,7 @@ export async function loadLaunch(db: Db, id: string): Promise<LaunchDetail | und
     .where('d.launch_id', '=', id)
     .orderBy('e.sequence')
     .orderBy('d.created_at')
+    .orderBy('d.id')
     .limit(LAUNCH_ROWS)
     .execute();
   // The watches table exists on every migrated database (migration 008).

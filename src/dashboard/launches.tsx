@@ -31,6 +31,7 @@ export async function listLaunchesPage(db: Db, user: DashboardUser, filter: Laun
     .selectFrom('launches')
     .select(['id', 'owner', 'status', 'created_at', 'completed_at', jsonText(db, sql`request`, ['name']).as('name'), jsonText(db, sql`request`, ['ticker']).as('ticker')])
     .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc') // a unique tiebreaker: launches of one created_at keep one order across pages
     .limit(PAGE)
     .offset(filter.offset);
   const owner = user.isAdmin ? filter.owner : user.owner;
