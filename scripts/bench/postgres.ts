@@ -97,9 +97,10 @@ async function drainWith(children: Array<Awaited<ReturnType<typeof startChild>>>
 
 /**
  * Deliveries/s of `instances` dispatcher processes draining one pre-filled outbox on PostgreSQL
- * (each its own process, pool and lease owner, as separate machines would be), for at most `maxMs`.
+ * (each its own process, pool and lease owner, as separate machines would be), for at most `maxMs`;
+ * `inspect` reads the drained database before it is dropped (scripts/bench/pgStatements.ts).
  */
-export async function measurePostgresDispatch(instances: number, count: number, maxMs: number): Promise<PostgresDrain> {
+export async function measurePostgresDispatch(instances: number, count: number, maxMs: number, inspect?: (databaseUrl: string) => Promise<void>): Promise<PostgresDrain> {
   const database = await freshDatabase();
   const dir = mkdtempSync(join(tmpdir(), 'bench-pg-'));
   const { db, close } = openPostgres(database.url, { poolSize: 4 });
@@ -115,6 +116,7 @@ export async function measurePostgresDispatch(instances: number, count: number, 
     const delivered = Number((await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow()).n);
     const logged = Number((await db.selectFrom('delivery_attempts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
     if (delivered === 0 || logged < delivered) throw new Error(`postgres dispatch bench: ${delivered} delivered, ${logged} attempts logged`);
+    await inspect?.(database.url);
     return { perSecond: delivered / run.seconds, delivered, serviceCpuMs: run.serviceCpuMs / run.received, databaseCpuMs: run.databaseCpuMs === undefined ? undefined : run.databaseCpuMs / run.received };
   } finally {
     await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
@@ -129,9 +131,10 @@ export async function measurePostgresDispatch(instances: number, count: number, 
  * The peer: graphile-worker (its own process, `concurrency` jobs at a time) on a fresh database of
  * the same server, `count` jobs queued before the clock starts, each doing the dispatcher's
  * per-delivery work (scripts/bench/peerChild.ts) against the same kind of receiver; `tuned` runs it
- * as its performance page recommends (local queue, batched completion), else on its defaults.
+ * as its performance page recommends (local queue, batched completion), else on its defaults;
+ * `inspect` as for {@link measurePostgresDispatch}.
  */
-export async function measurePeer(concurrency: number, count: number, maxMs: number, tuned = true): Promise<PostgresDrain> {
+export async function measurePeer(concurrency: number, count: number, maxMs: number, tuned = true, inspect?: (databaseUrl: string) => Promise<void>): Promise<PostgresDrain> {
   const database = await freshDatabase();
   const receiver = await startBenchReceiver();
   const children: Array<Awaited<ReturnType<typeof startChild>>> = [];
@@ -152,6 +155,7 @@ export async function measurePeer(concurrency: number, count: number, maxMs: num
     const run = await drainWith(children, receiver, count, maxMs, database.name);
     const delivered = Number((await client.query<{ n: string }>("select count(distinct event_id) as n from peer_attempts where outcome = 'success'")).rows[0]?.n ?? 0);
     if (delivered === 0) throw new Error('peer bench: nothing delivered');
+    await inspect?.(database.url);
     return { perSecond: delivered / run.seconds, delivered, serviceCpuMs: run.serviceCpuMs / run.received, databaseCpuMs: run.databaseCpuMs === undefined ? undefined : run.databaseCpuMs / run.received };
   } finally {
     await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
