@@ -59,9 +59,27 @@ const max0 = (value: bigint) => (value > 0n ? value : 0n);
  * end, and the owner's limits. The chain is the truth of what a wallet holds; the ledger says what
  * of it is spoken for.
  */
+/** Opened wallet seeds `payerFor` keeps (see `seeds` in {@link createFunding}). */
+const SEEDS_KEPT = 1024;
+
 export function createFunding(deps: FundingDeps) {
   const { db, chain, clock } = deps;
   const log = deps.logger.child({ component: 'funding' });
+  /**
+   * Opened seeds by their sealed text: `payerFor` runs on every step of every owner-funded launch,
+   * and the sealed text of a wallet changes only when SECRET_KEY rotates (a new text, a new entry).
+   * Bounded: cleared whole past {@link SEEDS_KEPT} wallets. Each caller gets a copy.
+   */
+  const seeds = new Map<string, Uint8Array>();
+  const seedOf = (row: FundingWalletRow): Uint8Array => {
+    let seed = seeds.get(row.seed_enc);
+    if (!seed) {
+      if (seeds.size >= SEEDS_KEPT) seeds.clear();
+      seed = walletSeed(deps.secretBox, row);
+      seeds.set(row.seed_enc, seed);
+    }
+    return seed.slice();
+  };
 
   /**
    * The owner's wallet, made (and outside production funded from the chain's faucet) on first use.
@@ -158,7 +176,8 @@ export function createFunding(deps: FundingDeps) {
       const owner = prepared.wallet.owner;
       const now = clock.now();
       const row = await lockWallet(trx, owner);
-      const limits = (await readLimits(trx, owner)) ?? limitsOf(row);
+      // The locked row holds the limits (its lamports read as text): no second read of it.
+      const limits = limitsOf(row);
       const total = prepared.totalLamports;
       const resetsAt = iso(dayStartOf(now) + DAY_MS);
       if (limits.maxLamportsPerLaunch !== null && total > limits.maxLamportsPerLaunch) {
@@ -205,7 +224,7 @@ export function createFunding(deps: FundingDeps) {
       const reservation = await launchReservation(db, launch.id);
       // Exact: a launch never spends more than it reserved, and a reservation past 2^53 (a pool's SOL) is usable whole.
       const budgetLamports = reservation?.open ? max0(reservation.reserved - reservation.spent) : undefined;
-      return { payerSeed: walletSeed(deps.secretBox, row), budgetLamports };
+      return { payerSeed: seedOf(row), budgetLamports };
     },
 
     /**

@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type Insertable } from 'kysely';
+import { compiledQuery } from '../db/compiledQuery.js';
 import type { DbOrTx } from '../db/database.js';
-import type { FundingEntryKind, FundingEntryRow } from '../db/schema.js';
+import type { FundingEntryKind, FundingEntryRow, FundingLedgerTable } from '../db/schema.js';
 import { newSortableId } from '../lib/ids.js';
 
 /** One new ledger entry; entries are never changed or deleted. */
@@ -26,24 +27,49 @@ export interface NewEntry {
  */
 export async function insertEntry(db: DbOrTx, entry: NewEntry): Promise<string> {
   const id = entry.id ?? newSortableId('fle', entry.now);
-  await db
-    .insertInto('funding_ledger')
-    .values({
-      id,
-      owner: entry.owner,
-      launch_id: entry.launchId ?? null,
-      kind: entry.kind,
-      lamports: entry.lamports,
-      signature: entry.signature ?? null,
-      idempotency_key: entry.idempotencyKey ?? null,
-      request_hash: entry.requestHash ?? null,
-      details: entry.details === undefined ? null : JSON.stringify(entry.details),
-      fee_lamports: entry.feeLamports ?? null,
-      created_at: entry.now,
-    })
-    .execute();
+  await insertStatement.execute(db, {
+    id,
+    owner: entry.owner,
+    launch_id: entry.launchId ?? null,
+    kind: entry.kind,
+    lamports: entry.lamports,
+    signature: entry.signature ?? null,
+    idempotency_key: entry.idempotencyKey ?? null,
+    request_hash: entry.requestHash ?? null,
+    details: entry.details === undefined ? null : JSON.stringify(entry.details),
+    fee_lamports: entry.feeLamports ?? null,
+    created_at: entry.now,
+  });
   return id;
 }
+
+// The ledger's statements of every launch step, compiled once (compiledQuery.ts): a launch writes
+// four entries and reads its reservation on every step.
+const insertStatement = compiledQuery<Insertable<FundingLedgerTable>>((db, p) =>
+  db.insertInto('funding_ledger').values({
+    id: p.id,
+    owner: p.owner,
+    launch_id: p.launch_id,
+    kind: p.kind,
+    lamports: p.lamports,
+    signature: p.signature,
+    idempotency_key: p.idempotency_key,
+    request_hash: p.request_hash,
+    details: p.details,
+    fee_lamports: p.fee_lamports,
+    created_at: p.created_at,
+  }),
+);
+const reservationStatement = compiledQuery<{ launchId: string }, { kind: FundingEntryKind; lamports: string }>((db, p) =>
+  db
+    .selectFrom('funding_ledger')
+    .select(['kind', sql<string>`cast(sum(lamports) as text)`.as('lamports')])
+    .where('launch_id', '=', p.launchId)
+    .groupBy('kind'),
+);
+const entriesOfKindStatement = compiledQuery<{ launchId: string; kind: FundingEntryKind }, { owner: string; signature: string | null }>((db, p) =>
+  db.selectFrom('funding_ledger').select(['owner', 'signature']).where('launch_id', '=', p.launchId).where('kind', '=', p.kind),
+);
 
 const num = (v: unknown): number => Number(v ?? 0);
 /** A sum read as decimal text (`cast(… as text)`), exact at any size: a JS number rounds from 2^53 on. */
@@ -76,12 +102,7 @@ export async function reservedLamports(db: DbOrTx, owner: string, options: { spe
 
 /** One launch's reservation: reserved, spent so far, and whether it is still open. */
 export async function launchReservation(db: DbOrTx, launchId: string): Promise<{ reserved: bigint; spent: bigint; open: boolean } | undefined> {
-  const rows = await db
-    .selectFrom('funding_ledger')
-    .select(['kind', sql<string>`cast(sum(lamports) as text)`.as('lamports')])
-    .where('launch_id', '=', launchId)
-    .groupBy('kind')
-    .execute();
+  const rows = await reservationStatement.rows(db, { launchId });
   const by = new Map(rows.map((r) => [r.kind, exact(r.lamports)]));
   const reserved = by.get('reserve');
   if (reserved === undefined) return undefined;
@@ -90,7 +111,7 @@ export async function launchReservation(db: DbOrTx, launchId: string): Promise<{
 
 /** The signatures whose spend this launch has recorded already. */
 export async function recordedSpends(db: DbOrTx, launchId: string): Promise<Set<string>> {
-  const rows = await db.selectFrom('funding_ledger').select('signature').where('launch_id', '=', launchId).where('kind', '=', 'spend').execute();
+  const rows = await entriesOfKindStatement.rows(db, { launchId, kind: 'spend' });
   return new Set(rows.map((r) => r.signature).filter((s): s is string => s !== null));
 }
 
@@ -101,7 +122,8 @@ export async function recordedSpends(db: DbOrTx, launchId: string): Promise<Set<
 export async function closeReservation(db: DbOrTx, args: { launchId: string; now: number }): Promise<bigint | undefined> {
   const reservation = await launchReservation(db, args.launchId);
   if (!reservation?.open) return undefined;
-  const owner = await db.selectFrom('funding_ledger').select('owner').where('launch_id', '=', args.launchId).where('kind', '=', 'reserve').executeTakeFirstOrThrow();
+  const owner = await entriesOfKindStatement.first(db, { launchId: args.launchId, kind: 'reserve' });
+  if (!owner) throw new Error(`launch ${args.launchId}: an open reservation without its reserve entry`);
   const left = reservation.reserved - reservation.spent;
   const lamports = left > 0n ? left : 0n;
   await insertEntry(db, { owner: owner.owner, launchId: args.launchId, kind: 'release', lamports, now: args.now });

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Keypair } from '@solana/web3.js';
 import { keypairFromSeed } from '../chain/ed25519.js';
 import type { SecretBox } from '../crypto/secretBox.js';
+import { compiledQuery } from '../db/compiledQuery.js';
 import type { DbOrTx } from '../db/database.js';
 import { isPostgres } from '../db/dialect.js';
 import type { FundingWalletRow } from '../db/schema.js';
@@ -19,9 +20,17 @@ export function selectWallets(db: DbOrTx) {
     .select([text('max_lamports_per_launch'), text('max_lamports_per_day'), text('low_balance_lamports'), text('seen_balance'), text('withdrawing_lamports')]);
 }
 
+/** One owner's wallet row, compiled once (compiledQuery.ts): read on every step of an owner-funded launch. */
+const walletStatement = compiledQuery<{ owner: string }, FundingWalletRow>((db, p) => selectWallets(db).where('owner', '=', p.owner));
+/** The same, locked for the rest of the transaction on PostgreSQL (the dialect branch is taken once per dialect). */
+const lockedWalletStatement = compiledQuery<{ owner: string }, FundingWalletRow>((db, p) => {
+  const query = selectWallets(db).where('owner', '=', p.owner);
+  return isPostgres(db) ? query.forUpdate() : query;
+});
+
 /** The owner's funding wallet, or undefined before its first use. */
 export async function findWallet(db: DbOrTx, owner: string): Promise<FundingWalletRow | undefined> {
-  return selectWallets(db).where('owner', '=', owner).executeTakeFirst();
+  return walletStatement.first(db, { owner });
 }
 
 /**
@@ -36,9 +45,9 @@ export async function ownerKnown(db: DbOrTx, owner: string): Promise<boolean> {
 
 /** The owner's wallet row, locked for the rest of the transaction on PostgreSQL. */
 export async function lockWallet(trx: DbOrTx, owner: string): Promise<FundingWalletRow> {
-  let query = selectWallets(trx).where('owner', '=', owner);
-  if (isPostgres(trx)) query = query.forUpdate();
-  return query.executeTakeFirstOrThrow();
+  const row = await lockedWalletStatement.first(trx, { owner });
+  if (!row) throw new Error(`${owner} has no funding wallet`);
+  return row;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { boundOverride } from '../bounds/ownerBounds.js';
 import { DEFAULT_OWNER_LIMITS } from '../config/config.js';
 import type { Db, Tx } from '../db/database.js';
+import { compiledQuery } from '../db/compiledQuery.js';
 import { lockBound } from '../db/dialect.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Clock } from '../lib/clock.js';
@@ -57,12 +58,7 @@ export async function createLaunch(
   await deps.db.transaction().execute(async (trx) => {
     await lockBound(trx, `launches:${args.owner}`);
     // The owner's override is read with the count: no extra round trip on a create.
-    const { n, override } = await trx
-      .selectFrom('launches')
-      .select((eb) => [eb.fn.countAll<number>().as('n'), boundOverride(eb, args.owner, 'launchesInFlight').as('override')])
-      .where('owner', '=', args.owner)
-      .where('status', 'in', ['awaiting_signatures', 'queued', 'processing'])
-      .executeTakeFirstOrThrow();
+    const { n, override } = (await inFlightStatement.first(trx, { owner: args.owner }))!;
     const max = override === null ? (deps.maxLaunchesInFlight ?? DEFAULT_OWNER_LIMITS.launchesInFlight) : Number(override);
     if (Number(n) >= max) {
       throw new LimitReachedError(`This owner already has ${max} launches waiting for signatures, queued or processing, the most allowed; retry when one has finished`, 'MAX_LAUNCHES_IN_FLIGHT_PER_OWNER', max);
@@ -100,3 +96,12 @@ export async function createLaunch(
   deps.signal.notify(handoff);
   return id;
 }
+
+/** The owner's launches in flight and its override of the bound, compiled once (compiledQuery.ts): read on every create. */
+const inFlightStatement = compiledQuery<{ owner: string }, { n: number; override: number | null }>((db, p) =>
+  db
+    .selectFrom('launches')
+    .select((eb) => [eb.fn.countAll<number>().as('n'), boundOverride(eb, p.owner, 'launchesInFlight').as('override')])
+    .where('owner', '=', p.owner)
+    .where('status', 'in', ['awaiting_signatures', 'queued', 'processing']),
+);

@@ -1,6 +1,8 @@
+import type { Insertable } from 'kysely';
+import { compiledQuery } from '../db/compiledQuery.js';
 import { currentTraceparent } from '../lib/tracing.js';
 import type { DbOrTx } from '../db/database.js';
-import type { LaunchRow, LaunchStatus, StepRow } from '../db/schema.js';
+import type { LaunchesTable, LaunchRow, LaunchStatus, StepRow } from '../db/schema.js';
 
 /** Inserts a queued launch (or one awaiting its creator's signatures) and its pending steps. */
 export async function insertLaunch(
@@ -21,56 +23,85 @@ export async function insertLaunch(
     runAfter?: number;
   },
 ): Promise<void> {
-  await trx
-    .insertInto('launches')
-    .values({
-      id: args.id,
-      owner: args.owner,
-      status: args.status ?? 'queued',
-      request: args.request,
-      webhook_url: args.webhookUrl,
-      webhook_secret_enc: args.webhookSecretEnc,
+  await insertLaunchStatement.execute(trx, {
+    id: args.id,
+    owner: args.owner,
+    status: args.status ?? 'queued',
+    request: args.request,
+    webhook_url: args.webhookUrl,
+    webhook_secret_enc: args.webhookSecretEnc,
+    error: null,
+    request_id: args.requestId,
+    lease_owner: null,
+    lease_expires_at: null,
+    run_after: args.runAfter ?? args.now,
+    created_at: args.now,
+    updated_at: args.now,
+    started_at: null,
+    completed_at: null,
+    payer: args.payer ?? null,
+    trace_parent: currentTraceparent() ?? null,
+  });
+  if (args.steps.length === 0) return;
+  const steps: Record<string, string> = { launchId: args.id };
+  args.steps.forEach((name, position) => (steps[`name${position}`] = name));
+  await insertStepsStatement.execute(trx, steps, args.steps.length);
+}
+
+// The statements of every create and every run, compiled once (compiledQuery.ts).
+const insertLaunchStatement = compiledQuery<Insertable<LaunchesTable>>((db, p) =>
+  db.insertInto('launches').values({
+    id: p.id,
+    owner: p.owner,
+    status: p.status,
+    request: p.request,
+    webhook_url: p.webhook_url,
+    webhook_secret_enc: p.webhook_secret_enc,
+    error: p.error,
+    request_id: p.request_id,
+    lease_owner: p.lease_owner,
+    lease_expires_at: p.lease_expires_at,
+    run_after: p.run_after,
+    created_at: p.created_at,
+    updated_at: p.updated_at,
+    started_at: p.started_at,
+    completed_at: p.completed_at,
+    payer: p.payer,
+    trace_parent: p.trace_parent,
+  }),
+);
+/** A launch's pending steps; the shape is their count, each position a constant of the statement. */
+const insertStepsStatement = compiledQuery<Record<string, string>>((db, p, shape) =>
+  db.insertInto('launch_steps').values(
+    Array.from({ length: Number(shape) }, (_, position) => ({
+      launch_id: p.launchId!,
+      name: p[`name${position}`]!,
+      position,
+      status: 'pending' as const,
+      result: null,
       error: null,
-      request_id: args.requestId,
-      lease_owner: null,
-      lease_expires_at: null,
-      run_after: args.runAfter ?? args.now,
-      created_at: args.now,
-      updated_at: args.now,
+      pending_tx: null,
       started_at: null,
       completed_at: null,
-      payer: args.payer ?? null,
-      trace_parent: currentTraceparent(),
-    })
-    .execute();
-  if (args.steps.length === 0) return;
-  await trx
-    .insertInto('launch_steps')
-    .values(
-      args.steps.map((name, position) => ({
-        launch_id: args.id,
-        name,
-        position,
-        status: 'pending' as const,
-        result: null,
-        error: null,
-        pending_tx: null,
-        started_at: null,
-        completed_at: null,
-      })),
-    )
-    .execute();
-}
+    })),
+  ),
+);
+/** One launch by id; the shape `owner` adds the owner's condition. */
+const findLaunchStatement = compiledQuery<{ id: string; owner?: string }, LaunchRow>((db, p, shape) => {
+  const query = db.selectFrom('launches').selectAll().where('id', '=', p.id);
+  return shape === 'owner' ? query.where('owner', '=', p.owner!) : query;
+});
+const findStepsStatement = compiledQuery<{ launchId: string }, StepRow>((db, p) =>
+  db.selectFrom('launch_steps').selectAll().where('launch_id', '=', p.launchId).orderBy('position', 'asc'),
+);
 
 /** A launch visible to this owner (any owner when `owner` is undefined: admin). */
 export async function findLaunch(db: DbOrTx, id: string, owner: string | undefined): Promise<LaunchRow | undefined> {
-  let query = db.selectFrom('launches').selectAll().where('id', '=', id);
-  if (owner !== undefined) query = query.where('owner', '=', owner);
-  return query.executeTakeFirst();
+  return owner === undefined ? findLaunchStatement.first(db, { id }, 'any') : findLaunchStatement.first(db, { id, owner }, 'owner');
 }
 
 export async function findSteps(db: DbOrTx, launchId: string): Promise<StepRow[]> {
-  return db.selectFrom('launch_steps').selectAll().where('launch_id', '=', launchId).orderBy('position', 'asc').execute();
+  return findStepsStatement.rows(db, { launchId });
 }
 
 /** One page of an owner's launches, newest first, with the total. */
