@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { claimDueDeliveries, claimWithFunctionPg, type ClaimArgs } from '../../src/webhooks/sql/claimDeliveries.js';
+import { settleAndClaim } from '../../src/webhooks/settleAndClaim.js';
 import { releaseClaim } from '../../src/webhooks/sql/settleDeliveries.js';
 import { onPostgres } from '../support/database.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
@@ -66,6 +67,29 @@ describe.skipIf(!onPostgres)('the lease table (PostgreSQL)', () => {
     expect(trial).toHaveLength(1);
     expect((await leaseRows()).find((r) => r.delivery_id === trial[0]!.id)).toMatchObject({ lease_owner: 'dsp_t', lease_token: trial[0]!.lease_token });
     expect(await claimWithFunctionPg(tdb.db, args('dsp_d', 5))).toHaveLength(0);
+  });
+
+  it('a batch settle (migration 054) drops the lease rows of what it settled, fenced: a lease taken over keeps its new row and nothing is logged for it', async () => {
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://h1.example.com/a', secret: 's', box }), 4);
+    clock.advance(1_000);
+    const [a, b, lost, canceled] = await claimWithFunctionPg(tdb.db, args('dsp_a', 4, 8));
+    // Another dispatcher took `lost` over (a newer token, its own lease row); `canceled` was canceled while its attempt was out.
+    await sql`update deliveries set lease_owner = 'dsp_b', lease_token = lease_token + 1 where id = ${lost!.id}`.execute(tdb.db);
+    await sql`update delivery_leases set lease_owner = 'dsp_b', lease_token = lease_token + 1 where delivery_id = ${lost!.id}`.execute(tdb.db);
+    await sql`update deliveries set status = 'canceled' where id = ${canceled!.id}`.execute(tdb.db);
+    const ok = { ok: true, statusCode: 200, durationMs: 1, responseBody: '', errorClass: null, errorMessage: null };
+    const settles = [a!, b!, lost!, canceled!].map((row) => ({ delivery: row, owner: 'dsp_a', launchOwner: 'acme', outcome: ok, startedAt: clock.now(), now: clock.now(), schedule: [0] }));
+    const out = await settleAndClaim(tdb.db, { settles });
+    expect(out.error).toBeUndefined();
+    expect(out.results).toEqual(['delivered', 'delivered', 'lease_lost', 'canceled']);
+    // Only the takeover's row is left (no claim ran to drop stale rows: the settle dropped its own).
+    expect(await leaseRows()).toEqual([{ delivery_id: lost!.id, lease_owner: 'dsp_b', lease_token: lost!.lease_token + 1 }]);
+    const states = await tdb.db.selectFrom('deliveries').select(['id', 'status', 'lease_owner']).orderBy('id').execute();
+    expect(new Map(states.map((r) => [r.id, [r.status, r.lease_owner]]))).toEqual(
+      new Map([[a!.id, ['delivered', null]], [b!.id, ['delivered', null]], [lost!.id, ['pending', 'dsp_b']], [canceled!.id, ['canceled', null]]]),
+    );
+    const logged = await tdb.db.selectFrom('delivery_attempts').select(['delivery_id', 'attempt']).execute();
+    expect(new Set(logged.map((r) => `${r.delivery_id}:${r.attempt}`))).toEqual(new Set([a!, b!, canceled!].map((r) => `${r.id}:1`)));
   });
 });
 

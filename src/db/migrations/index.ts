@@ -37,6 +37,7 @@ import * as m050 from './050_fee_auto_claims.js';
 import * as m051 from './051_claim_per_host.js';
 import * as m052 from './052_reserve_trigger_by_launch.js';
 import * as m053 from './053_claim_prefetch.js';
+import * as m054 from './054_settle_set_based.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -78,6 +79,7 @@ export const migrations: Record<string, Migration> = {
   '051_claim_per_host': m051,
   '052_reserve_trigger_by_launch': m052,
   '053_claim_prefetch': m053,
+  '054_settle_set_based': m054,
 };
 
 export const migrationProvider: MigrationProvider = {
