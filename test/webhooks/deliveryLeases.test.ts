@@ -91,6 +91,24 @@ describe.skipIf(!onPostgres)('the lease table (PostgreSQL)', () => {
     const logged = await tdb.db.selectFrom('delivery_attempts').select(['delivery_id', 'attempt']).execute();
     expect(new Set(logged.map((r) => `${r.delivery_id}:${r.attempt}`))).toEqual(new Set([a!, b!, canceled!].map((r) => `${r.id}:1`)));
   });
+
+  it('the lanes\' index holds pending rows only (migration 055), and every reader of it still finds it', async () => {
+    const { rows } = await sql<{ def: string }>`select pg_get_indexdef('deliveries_pending_lane'::regclass) as def`.execute(tdb.db);
+    expect(rows[0]!.def).toMatch(/\(endpoint, owner, next_attempt_at\) WHERE \(status = 'pending'::text\)$/);
+    const readers = [
+      "select id from deliveries where status = 'pending' and endpoint = 'e' and owner = 'o' and next_attempt_at <= 1 order by next_attempt_at limit 8",
+      "select endpoint from deliveries d where d.status = 'pending' and d.endpoint > 'e' order by d.endpoint limit 1",
+      "select endpoint, count(*) from deliveries where status = 'pending' group by endpoint",
+      "select count(*) from deliveries where status = 'pending'",
+    ];
+    const plans = await tdb.db.transaction().execute(async (trx) => {
+      await sql`set local enable_seqscan = off`.execute(trx);
+      const out: string[] = [];
+      for (const text of readers) out.push((await sql.raw<{ 'QUERY PLAN': string }>(`explain ${text}`).execute(trx)).rows.map((r) => r['QUERY PLAN']).join('\n'));
+      return out;
+    });
+    for (const plan of plans) expect(plan).toMatch(/deliveries_pending_lane/);
+  });
 });
 
 // PostgreSQL only (migration 051): no global claim lock; two claims wait on each other only when
