@@ -96,6 +96,8 @@ export interface CheckpointerOptions {
    */
   pauseDatabase?: (during: () => Promise<void>) => Promise<void>;
   restartDelayMs?: number;
+  /** How long a pause waits for the worker's answer at most (default 2 s; tests set it far above their bounds). */
+  pauseLimitMs?: number;
   onError?: (message: string) => void;
   /** After each restart checkpoint: the WAL's frames before it; `busy` when it could not finish (an older reader). */
   onRestart?: (info: { frames: number; busy: boolean }) => void;
@@ -159,7 +161,7 @@ export function startBackgroundCheckpointer(path: string, options: CheckpointerO
     if (stopping) return void w.postMessage('skip');
     const during = () =>
       new Promise<void>((resolve) => {
-        const limit = setTimeout(() => end(), RESTART_PAUSE_LIMIT_MS);
+        const limit = setTimeout(() => end(), options.pauseLimitMs ?? RESTART_PAUSE_LIMIT_MS);
         const end = () => {
           clearTimeout(limit);
           endPause = undefined;

@@ -63,7 +63,9 @@ describe('embedded chain JSON-RPC server', () => {
     const started = Date.now();
     const confirmed = await connection.confirmTransaction({ signature, ...latest }, 'confirmed');
     expect(confirmed.value.err).toBeNull();
-    expect(Date.now() - started).toBeLessThan(5000);
+    // The signature subscription confirmed it, not the blockhash's expiry (150 slots, a minute): a
+    // bound far from that and from the fast path's milliseconds, with room for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(await connection.getBalance(wallet.publicKey)).toBe(3 * LAMPORTS_PER_SOL);
 
     const history = await connection.getSignaturesForAddress(wallet.publicKey);

@@ -130,7 +130,8 @@ describe('launches against a cluster having a bad day', () => {
     expect([...statuses.values()]).toEqual(['complete', 'complete']);
     expect(chaos.faults.droppedSend).toBeGreaterThan(0);
     // A blockhash lives 150 slots (60 s here); waiting for it to expire before re-signing would cost that per drop.
-    expect(Date.now() - started).toBeLessThan(25_000);
+    // The bound sits well under that one wait and well above the re-sends' seconds on a loaded machine.
+    expect(Date.now() - started).toBeLessThan(45_000);
     for (const id of ids) {
       const launch = ((await (await t.request(`/api/launches/${id}`, { key })).json()) as any).launch;
       // Every step's transaction landed under its first signature: re-sent, never re-signed.
