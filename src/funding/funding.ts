@@ -7,10 +7,10 @@ import type { Db, DbOrTx } from '../db/database.js';
 import type { FundingWalletRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { InsufficientFundsError, LimitExceededError, NotFoundError } from '../lib/errors.js';
-import { closeReservation, dayUsage, insertEntry, launchReservation, recordedSpends, reservedLamports } from './ledger.js';
+import { closeReservation, dayUsage, insertEntry, recordedSpends, reservedLamports } from './ledger.js';
 import { launchCosts, presentQuote, type LaunchQuote } from './quote.js';
 import { limitsOf, readLimits, writeLimits, type FundingLimits } from './limits.js';
-import { ensureWallet, findWallet, lockWallet, ownerKnown, walletSeed } from './wallets.js';
+import { ensureWallet, findPayer, lockWallet, ownerKnown, walletSeed } from './wallets.js';
 import { withdrawFunds, type Withdrawal } from './withdraw.js';
 
 export { limitsOf, type FundingLimits, type Withdrawal };
@@ -71,7 +71,7 @@ export function createFunding(deps: FundingDeps) {
    * Bounded: cleared whole past {@link SEEDS_KEPT} wallets. Each caller gets a copy.
    */
   const seeds = new Map<string, Uint8Array>();
-  const seedOf = (row: FundingWalletRow): Uint8Array => {
+  const seedOf = (row: Pick<FundingWalletRow, 'seed_enc' | 'address'>): Uint8Array => {
     let seed = seeds.get(row.seed_enc);
     if (!seed) {
       if (seeds.size >= SEEDS_KEPT) seeds.clear();
@@ -219,11 +219,11 @@ export function createFunding(deps: FundingDeps) {
     /** What the runner hands the step runner for an owner-funded launch: the payer's seed and what is left of the reservation. */
     async payerFor(launch: { id: string; owner: string; payer: string | null }): Promise<{ payerSeed: Uint8Array; budgetLamports: bigint | undefined } | undefined> {
       if (launch.payer === null) return undefined;
-      const row = await findWallet(db, launch.owner);
+      // One read per step: the wallet and the launch's open reservation together.
+      const row = await findPayer(db, launch.owner, launch.id);
       if (!row || row.address !== launch.payer) throw new Error(`launch ${launch.id}: its payer ${launch.payer} is not ${launch.owner}'s funding wallet`);
-      const reservation = await launchReservation(db, launch.id);
       // Exact: a launch never spends more than it reserved, and a reservation past 2^53 (a pool's SOL) is usable whole.
-      const budgetLamports = reservation?.open ? max0(reservation.reserved - reservation.spent) : undefined;
+      const budgetLamports = row.left === null ? undefined : max0(row.left);
       return { payerSeed: seedOf(row), budgetLamports };
     },
 

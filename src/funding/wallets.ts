@@ -28,6 +28,25 @@ const lockedWalletStatement = compiledQuery<{ owner: string }, FundingWalletRow>
   return isPostgres(db) ? query.forUpdate() : query;
 });
 
+/**
+ * What a step of an owner-funded launch needs of its payer, in one read: the owner's wallet (read
+ * on every step, so a wallet rotated or replaced mid-launch is seen at the next step) and what the
+ * launch's open reservation has left, exact, from `funding_open_reservations` (the ledger's index
+ * of open reservations, kept by triggers in each entry's transaction, migration 049): null when
+ * the launch reserved nothing or its reservation is closed.
+ */
+export async function findPayer(db: DbOrTx, owner: string, launchId: string): Promise<{ address: string; seed_enc: string; left: bigint | null } | undefined> {
+  const row = await payerStatement.first(db, { owner, launchId });
+  return row && { address: row.address, seed_enc: row.seed_enc, left: row.left === null ? null : BigInt(row.left) };
+}
+const payerStatement = compiledQuery<{ owner: string; launchId: string }, { address: string; seed_enc: string; left: string | null }>((db, p) =>
+  db
+    .selectFrom('funding_wallets as w')
+    .leftJoin('funding_open_reservations as r', (join) => join.onRef('r.owner', '=', 'w.owner').on('r.launch_id', '=', p.launchId))
+    .select(['w.address', 'w.seed_enc', sql<string | null>`cast(r.reserved_lamports - r.spent_lamports as text)`.as('left')])
+    .where('w.owner', '=', p.owner),
+);
+
 /** The owner's funding wallet, or undefined before its first use. */
 export async function findWallet(db: DbOrTx, owner: string): Promise<FundingWalletRow | undefined> {
   return walletStatement.first(db, { owner });
