@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PAGE, listLaunchesPage } from '../../src/dashboard/launches.js';
 import { listDeliveriesPage } from '../../src/dashboard/deliveries.js';
+import { DEAD_LETTER_KINDS, listDeadLettersPage } from '../../src/dashboard/deadLetters.js';
+import { listApiKeys } from '../../src/auth/apiKeys.js';
+import { randomUUID } from 'node:crypto';
 import type { DashboardUser } from '../../src/dashboard/session.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
@@ -63,5 +66,38 @@ describe('dashboard pages of rows that share a created_at', () => {
     const pages = await allPages((offset) => listDeliveriesPage(tdb.db, admin, { offset }, new Set()));
     expect(pages.map((p) => p.length)).toEqual([PAGE, PAGE, ROWS - 2 * PAGE]);
     expectEachOnce(pages.flat(), ids);
+  });
+  it('list every dead letter exactly once across the pages, with no filter and by status (merged kinds)', async () => {
+    const at = Date.UTC(2026, 10, 28, 12);
+    const ids: string[] = [];
+    for (let i = 0; i < ROWS; i++) {
+      const id = `dlq_${randomUUID()}`; // random ids: the insertion order is not the id order
+      ids.push(id);
+      await tdb.db
+        .insertInto('dead_letters')
+        .values({ id, kind: DEAD_LETTER_KINDS[i % 3]!, owner: 'acme', launch_id: `lch_${i}`, delivery_id: null, event_id: null, step: null, error_code: 'x', error_message: 'x', status: 'open', retry_count: 0, created_at: at, updated_at: at, resolved_at: null })
+        .execute();
+    }
+    await tdb.db.updateTable('dead_letters').set({ retry_count: 1 }).where('id', 'in', ids.filter((_, i) => i % 2 === 1)).execute();
+
+    const plain = await allPages((offset) => listDeadLettersPage(tdb.db, { offset }));
+    expect(plain.map((p) => p.length)).toEqual([PAGE, PAGE, ROWS - 2 * PAGE]);
+    expectEachOnce(plain.flat(), ids);
+    const open = await allPages((offset) => listDeadLettersPage(tdb.db, { status: 'open', offset }));
+    expectEachOnce(open.flat(), ids);
+  });
+
+  it('listApiKeys returns keys of one created_at in the id order', async () => {
+    const at = Date.UTC(2026, 10, 28, 12);
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const id = `key_${randomUUID()}`;
+      ids.push(id);
+      await tdb.db.insertInto('api_keys').values({ id, owner: 'acme', name: null, prefix: `p${i}`, key_hash: `h${i}`, scopes: '[]', created_at: at, revoked_at: null, last_used_at: null }).execute();
+    }
+    // Revoke half (a new row version on PostgreSQL): the table's physical order is not the id order.
+    await tdb.db.updateTable('api_keys').set({ revoked_at: at }).where('id', 'in', ids.filter((_, i) => i % 2 === 0)).execute();
+    const byId = (await tdb.db.selectFrom('api_keys').select('id').orderBy('id').execute()).map((r) => r.id);
+    expect((await listApiKeys(tdb.db)).map((k) => k.id)).toEqual(byId);
   });
 });
