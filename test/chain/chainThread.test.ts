@@ -145,9 +145,10 @@ describe.skipIf(onPostgres)('the embedded chain on its own thread (CHAIN_THREAD=
     expect(during).toBeInstanceOf(TransientError);
     expect((during as TransientError).code).toBe('chain_unavailable');
 
-    // Back within a few seconds, on a new thread, with the state it had.
+    // Back within a few seconds, on a new thread, with the state it had (polled up to 45 s: a loaded
+    // CI machine loads the new thread's programs slowly; a thread that never came back still fails).
     let balance: number | undefined;
-    for (let i = 0; i < 100 && balance === undefined; i++) {
+    for (const deadline = Date.now() + 45_000; Date.now() < deadline && balance === undefined; ) {
       balance = await chain.getBalance(holder).catch(() => undefined);
       if (balance === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
     }
