@@ -1,6 +1,6 @@
 import type { CompiledQuery, Compilable, Kysely, QueryResult } from 'kysely';
 import { isPostgres } from './dialect.js';
-import { runInSqliteTransaction } from './directSqlite.js';
+import { runDirectSqlite } from './directSqlite.js';
 
 /**
  * A hot statement built and compiled by kysely once per dialect (and shape), then run many times
@@ -76,9 +76,9 @@ export function compiledQuery<P extends object, O = unknown>(
       if (value === undefined) throw new Error(`compiledQuery: no value for parameter ${slot.name}`);
       return value;
     });
-    // Inside a SQLite transaction it runs on the connection directly (directSqlite.ts).
+    // On SQLite it runs on the connection directly where it safely can (directSqlite.ts).
     try {
-      const direct = runInSqliteTransaction<O>(db, template.sql, values);
+      const direct = runDirectSqlite<O>(db, template.sql, values);
       if (direct) return Promise.resolve(direct);
     } catch (error) {
       return Promise.reject(error as Error);

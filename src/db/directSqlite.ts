@@ -12,7 +12,10 @@ export interface StatementSource {
 
 /** kysely's SQLite adapter, carrying the connection's statement source so a transaction can reach it. */
 class DirectSqliteAdapter extends SqliteAdapter {
-  constructor(readonly statements: StatementSource) {
+  constructor(
+    readonly statements: StatementSource,
+    readonly writeLock: () => MainWriteLock | undefined,
+  ) {
     super();
   }
 }
@@ -34,7 +37,7 @@ export class DirectSqliteDialect extends SqliteDialect {
   }
 
   override createAdapter(): DialectAdapter {
-    return new DirectSqliteAdapter(this.#statements);
+    return new DirectSqliteAdapter(this.#statements, () => this.#writeLock);
   }
 
   override createDriver(): Driver {
@@ -78,25 +81,41 @@ class LockingSqliteDriver extends SqliteDriver {
 }
 
 /**
- * Inside an open SQLite transaction, runs a statement on the transaction's connection at once, as
- * kysely's SQLite driver would (same prepared statement, same result shape, same errors), without
- * kysely's executor: its connection provider, plugin pass and promise chain cost ~4 KB of garbage
- * per statement, and the dispatcher and the runner run thousands a second (each scavenge that
- * garbage brings pauses every delivery in flight for ~5 ms; docs/benchmarks.md, "Issue #12, eighth
- * session"). Safe only in a transaction: the transaction holds SQLite's one connection (kysely's
- * driver lets no other statement onto it until the commit), and better-sqlite3 runs the statement to
- * completion synchronously. Returns undefined anywhere else (the database itself, PostgreSQL), where
- * the caller goes through kysely; also for a transaction already committed or rolled back (the
- * connection is outside any transaction), so kysely raises its error for it as before.
+ * Runs a statement on SQLite's connection at once, as kysely's SQLite driver would (same prepared
+ * statement, same result shape, same errors), without kysely's executor: its connection provider,
+ * plugin pass and promise chain cost ~4 KB of garbage per statement, and the dispatcher and the
+ * runner run thousands a second (each scavenge that garbage brings pauses every delivery in flight
+ * for ~5 ms; docs/benchmarks.md). better-sqlite3 runs the statement to completion synchronously, so
+ * nothing else runs on the connection meanwhile. Where:
+ * - in an open transaction (`db` is it): the transaction holds SQLite's one connection (kysely's
+ *   driver lets no other statement onto it until the commit);
+ * - outside any (`db` is the database): only while no transaction is open on the connection and,
+ *   with the chain thread sharing the file, the write lock is free at once (taken and released around
+ *   the statement): the statement autocommits as it would have once kysely handed it the connection.
+ *
+ * Returns undefined anywhere else (PostgreSQL, a transaction open while `db` is the database, the
+ * chain thread holding or wanting the write lock), where the caller goes through kysely (which
+ * waits its turn); also for a transaction already committed or rolled back (the connection is
+ * outside any transaction), so kysely raises its error for it as before.
  */
-export function runInSqliteTransaction<R>(db: Kysely<any>, sql: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
-  if (!db.isTransaction) return undefined;
+export function runDirectSqlite<R>(db: Kysely<any>, sql: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
   const executor = db.getExecutor();
   const adapter = executor.adapter;
   // A plugin (none in the service) rewrites queries or results: only kysely's executor runs it.
   if (!(adapter instanceof DirectSqliteAdapter) || executor.plugins.length > 0) return undefined;
-  if (!adapter.statements.inTransaction) return undefined;
-  const stmt = adapter.statements.prepare(sql);
+  if (db.isTransaction) return adapter.statements.inTransaction ? runStatement<R>(adapter.statements, sql, parameters) : undefined;
+  if (adapter.statements.inTransaction) return undefined;
+  const lock = adapter.writeLock();
+  if (lock && !lock.tryAcquire()) return undefined;
+  try {
+    return runStatement<R>(adapter.statements, sql, parameters);
+  } finally {
+    lock?.release();
+  }
+}
+
+function runStatement<R>(statements: StatementSource, sql: string, parameters: readonly unknown[]): QueryResult<R> {
+  const stmt = statements.prepare(sql);
   if (stmt.reader) return { rows: stmt.all(parameters) as R[] };
   const { changes, lastInsertRowid } = stmt.run(parameters);
   return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };

@@ -1,7 +1,7 @@
 import { CompiledQuery, type QueryResult } from 'kysely';
 import type { DbOrTx } from './database.js';
 import { isPostgres } from './dialect.js';
-import { runInSqliteTransaction } from './directSqlite.js';
+import { runDirectSqlite } from './directSqlite.js';
 import { postgresText, runOnPool } from './pgStatements.js';
 
 /**
@@ -9,8 +9,8 @@ import { postgresText, runOnPool } from './pgStatements.js';
  * building and compiling it through kysely's query builder on every call (the dispatcher's claim and
  * settle run thousands of times a second; building them was about a tenth of its process). The
  * statement still goes through the database's (or transaction's) executor, so it runs on the
- * transaction's connection, and on SQLite the prepared statement is reused by its text; inside a
- * SQLite transaction it runs on the connection directly (directSqlite.ts), and on PostgreSQL outside
+ * transaction's connection, and on SQLite the prepared statement is reused by its text; on
+ * SQLite it runs on the connection directly where it safely can (directSqlite.ts), and on PostgreSQL outside
  * a transaction on a pooled connection directly (runOnPool, pgStatements.ts).
  *
  * The text must be SQL both stores accept (dialect differences stay in `dialect.ts`), and a `?` may
@@ -20,7 +20,7 @@ import { postgresText, runOnPool } from './pgStatements.js';
  */
 export function execSql<R>(db: DbOrTx, text: string, parameters: readonly unknown[]): Promise<QueryResult<R>> {
   try {
-    const direct = runInSqliteTransaction<R>(db, text, parameters);
+    const direct = runDirectSqlite<R>(db, text, parameters);
     if (direct) return Promise.resolve(direct);
   } catch (error) {
     return Promise.reject(error as Error);

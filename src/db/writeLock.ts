@@ -34,6 +34,8 @@ export function createWriteLockBuffer(): SharedArrayBuffer {
 export interface MainWriteLock {
   /** Undefined when taken at once; otherwise resolves once taken. */
   acquire(): Promise<void> | undefined;
+  /** Takes it only if it is free at once (held by neither side, the chain thread not waiting): whether it did. */
+  tryAcquire(): boolean;
   release(): void;
   /** The chain thread ended (possibly holding or wanting the lock): frees it. */
   reset(): void;
@@ -56,6 +58,7 @@ export function mainWriteLock(buffer: SharedArrayBuffer): MainWriteLock {
 
   return {
     acquire: () => (take(true) ? undefined : wait()),
+    tryAcquire: () => take(true),
     release() {
       Atomics.store(cell, STATE, FREE);
       Atomics.notify(cell, STATE);

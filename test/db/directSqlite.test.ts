@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compiledQuery } from '../../src/db/compiledQuery.js';
 import { openDatabase, type OpenedDatabase, type Tx } from '../../src/db/database.js';
 import { execSql } from '../../src/db/sqlText.js';
+import { holdWriteLock } from '../../src/db/writeLock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'launch-direct-'));
 let opened: OpenedDatabase;
@@ -26,7 +27,7 @@ const RIVAL = Symbol('rival');
 const firstSettled = async (statement: Promise<unknown>) => ((await Promise.race([statement, Promise.resolve(RIVAL)])) === RIVAL ? 'rival' : 'statement');
 const bumpStatement = compiledQuery<{ id: string }, { n: number }>((d, p) => d.updateTable('items').set((eb) => ({ n: eb('n', '+', 1) })).where('id', '=', p.id).returning('n'));
 
-describe('statements run on the SQLite connection directly inside a transaction (directSqlite.ts)', () => {
+describe('statements run on the SQLite connection directly (directSqlite.ts)', () => {
   it('answers an execSql or compiled statement of a transaction at once, without kysely’s executor', async () => {
     await opened.db
       .transaction()
@@ -100,6 +101,18 @@ describe('statements run on the SQLite connection directly inside a transaction 
     expect(count('outside')).toBe(1);
   });
 
+  it('runs a statement outside a transaction at once while no transaction is open, and it autocommits', async () => {
+    expect(opened.sqlite.inTransaction).toBe(false);
+    const inserted = execSql(opened.db, 'insert into items (id, n) values (?, ?)', ['free', 1]);
+    expect(await firstSettled(inserted)).toBe('statement');
+    expect(count('free')).toBe(1);
+    const bumped = bumpStatement.execute(opened.db, { id: 'free' });
+    expect(await firstSettled(bumped)).toBe('statement');
+    expect((await bumped).rows).toEqual([{ n: 2 }]);
+    await expect(execSql(opened.db, 'insert into items (id, n) values (?, ?)', ['free', 3])).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(opened.sqlite.inTransaction).toBe(false);
+  });
+
   it('refuses a transaction used after its commit, as kysely does', async () => {
     let stale: Tx | undefined;
     await opened.db
@@ -111,5 +124,42 @@ describe('statements run on the SQLite connection directly inside a transaction 
     // (kysely throws at the call, before any promise.)
     await expect((async () => execSql(stale!, 'insert into items (id, n) values (?, ?)', ['late', 1]))()).rejects.toThrow('Transaction is already committed');
     expect(count('late')).toBe(0);
+  });
+});
+
+describe('with the chain thread sharing the file (the write lock, writeLock.ts)', () => {
+  it('waits for the chain thread’s commit outside a transaction, as kysely’s driver does, then runs', async () => {
+    const ldir = mkdtempSync(join(tmpdir(), 'launch-direct-lock-'));
+    const locked = openDatabase(join(ldir, 'direct.sqlite'));
+    try {
+      await sql`create table items (id text primary key, n integer not null)`.execute(locked.db);
+      const { buffer } = locked.shareWriteLock();
+      // Free: at once, and the lock is free again after it.
+      const free = execSql(locked.db, 'insert into items (id, n) values (?, ?)', ['free', 1]);
+      expect(await firstSettled(free)).toBe('statement');
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let taken!: () => void;
+      const isTaken = new Promise<void>((resolve) => (taken = resolve));
+      // This thread plays the chain thread (the same shared cells; the side a commit of the chain's state takes).
+      const chainCommit = holdWriteLock(buffer, async () => {
+        taken();
+        await held;
+      });
+      await isTaken;
+      const waiting = execSql(locked.db, 'insert into items (id, n) values (?, ?)', ['after', 1]);
+      // Run directly, it would write while the chain thread commits (SQLite's busy handler would then
+      // sleep on the event loop).
+      expect(await firstSettled(waiting)).toBe('rival');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(locked.sqlite.prepare('select count(*) as n from items where id = ?').get('after')).toEqual({ n: 0 });
+      release();
+      await chainCommit;
+      await waiting;
+      expect(locked.sqlite.prepare('select count(*) as n from items where id = ?').get('after')).toEqual({ n: 1 });
+    } finally {
+      await locked.close();
+      rmSync(ldir, { recursive: true, force: true });
+    }
   });
 });
