@@ -54,8 +54,8 @@ export interface EndpointPoolOptions {
  * The endpoints of SOLANA_RPC_URL, primary first. Reads go to the first endpoint whose breaker is
  * not open and fail over to the next on a transient failure; sends go to every endpoint whose breaker
  * is not open at once. The pool counts as open (the chain unreachable) only when every breaker is.
- * A 429 is rate limiting, not a fault: it leaves the breaker alone and makes every call of that
- * method to that endpoint wait out its Retry-After ({@link timedFetch}).
+ * A 429 is rate limiting, not a fault: it leaves the breaker alone and makes the request it
+ * answered wait out its Retry-After ({@link timedFetch}).
  */
 export interface EndpointPool {
   readonly endpoints: readonly RpcEndpoint[];
@@ -115,7 +115,7 @@ export function createEndpointPool(urls: readonly string[], options: EndpointPoo
           if (!(error instanceof TransientError) || error.code === 'blockhash_expired' || attempt === tries - 1) throw error;
           if ((error.retryAfterMs ?? 0) > inlineRetryAfter && candidates.length === 1) throw error;
           // Another endpoint is tried at once, and so is the same one after a lost answer (its timeout
-          // was the wait) or a 429 (the next call waits out its Retry-After); after any other fault, a pause.
+          // was the wait) or a 429 (its request waited out its Retry-After); after any other fault, a pause.
           const waited = error.code === 'rpc_timeout' || error.code === 'rpc_rate_limited';
           if (!waited && (candidates.length === 1 || (attempt + 1) % candidates.length === 0)) await sleep(pauseMs * 2 ** attempt);
         }
@@ -150,41 +150,44 @@ export function createEndpointPool(urls: readonly string[], options: EndpointPoo
 
 /**
  * web3.js's fetch for one endpoint, with a timeout by JSON-RPC method (short for reads, long for
- * the {@link SLOW_METHODS}) and the endpoint's rate limits by method, as providers set them: after
- * a 429 every request of that method waits out its `Retry-After` (1 s without one) before it goes
- * (one over `inlineRetryAfter` fails at once as rate limited, so the step waits instead). A short
- * read unanswered after `hedgeMs` is hedged ({@link hedgedFetch}). A 429 or 503 naming a
- * `Retry-After` becomes an {@link RpcHttpError}: web3.js would word it without its headers.
+ * the {@link SLOW_METHODS}). A 429 holds only the request it answered: that request waits out its
+ * `Retry-After` (1 s without one) and goes once more, while the endpoint's other requests, of the
+ * same method too, go on at once (a provider that limits them answers them 429 in turn). One whose
+ * `Retry-After` is over `inlineRetryAfter`, or a second 429, fails as rate limited, so the caller
+ * fails over or the step waits instead. A short read unanswered after `hedgeMs` is hedged
+ * ({@link hedgedFetch}). A 429 or 503 naming a `Retry-After` becomes an {@link RpcHttpError}:
+ * web3.js would word it without its headers.
  */
 function timedFetch(options: { timeouts: { slow: number; read: number }; hedgeMs: number; inlineRetryAfter: number; now: () => number; sleep: (ms: number) => Promise<void> }): FetchFn {
-  const coolUntil = new Map<string, number>();
   return (async (input: string, init?: RequestInit) => {
     const method = methodOf(init?.body);
-    const cooling = (coolUntil.get(method) ?? 0) - options.now();
-    if (cooling > options.inlineRetryAfter) throw new RpcHttpError(429, 'Too Many Requests', cooling);
-    if (cooling > 0) await options.sleep(cooling);
     const slow = SLOW_METHODS.has(method);
     const timeoutMs = slow ? options.timeouts.slow : options.timeouts.read;
     const hedge = !slow && options.hedgeMs > 0 && options.hedgeMs < timeoutMs;
-    const res = hedge
-      ? await hedgedFetch(input, init, timeoutMs, options.hedgeMs, () => (coolUntil.get(method) ?? 0) <= options.now())
-      : await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-    const limited = res.status === 429;
-    const retryAfterMs = limited || res.status === 503 ? parseRetryAfter(res.headers.get('retry-after') ?? undefined, Date.now()) : undefined;
-    if (limited) coolUntil.set(method, Math.max(coolUntil.get(method) ?? 0, options.now() + (retryAfterMs ?? DEFAULT_RATE_LIMIT_MS)));
-    if (retryAfterMs === undefined) return res;
-    await res.body?.cancel();
-    throw new RpcHttpError(res.status, res.statusText || (STATUS_CODES[res.status] ?? ''), retryAfterMs);
+    for (let attempt = 1; ; attempt++) {
+      const res = hedge ? await hedgedFetch(input, init, timeoutMs, options.hedgeMs) : await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+      const limited = res.status === 429;
+      const retryAfterMs = limited || res.status === 503 ? parseRetryAfter(res.headers.get('retry-after') ?? undefined, Date.now()) : undefined;
+      if (!limited && retryAfterMs === undefined) return res;
+      const waitMs = retryAfterMs ?? DEFAULT_RATE_LIMIT_MS;
+      if (limited && attempt === 1 && waitMs <= options.inlineRetryAfter) {
+        await res.body?.cancel();
+        await options.sleep(waitMs);
+        continue;
+      }
+      if (retryAfterMs === undefined) return res;
+      await res.body?.cancel();
+      throw new RpcHttpError(res.status, res.statusText || (STATUS_CODES[res.status] ?? ''), retryAfterMs);
+    }
   }) as unknown as FetchFn;
 }
 
 /**
- * A hedged read: the request, and after `hedgeMs` without an answer (and while `mayHedge()`, i.e.
- * the method is not rate limited) the same request again; the first 2xx answer wins and the other
+ * A hedged read: the request, and after `hedgeMs` without an answer the same request again; the first 2xx answer wins and the other
  * request is aborted. An answer that is not 2xx waits for the other request, and is returned when
  * that one fails too; both share the read timeout from the first send.
  */
-function hedgedFetch(input: string, init: RequestInit | undefined, timeoutMs: number, hedgeMs: number, mayHedge: () => boolean): Promise<Response> {
+function hedgedFetch(input: string, init: RequestInit | undefined, timeoutMs: number, hedgeMs: number): Promise<Response> {
   const deadline = AbortSignal.timeout(timeoutMs);
   const controllers: AbortController[] = [];
   return new Promise<Response>((resolve, reject) => {
@@ -228,7 +231,7 @@ function hedgedFetch(input: string, init: RequestInit | undefined, timeoutMs: nu
       );
     };
     const timer = setTimeout(() => {
-      if (!done && mayHedge()) send();
+      if (!done) send();
     }, hedgeMs);
     send();
   });
