@@ -27,7 +27,7 @@ export async function listDeadLettersPage(db: Db, filter: DeadLetterFilter): Pro
   };
   if (!filter.status || filter.kind) return page(filter.kind, PAGE, filter.offset);
   const both = (await Promise.all(DEAD_LETTER_KINDS.map((kind) => page(kind, filter.offset + PAGE, 0)))).flat();
-  return both.sort((a, b) => Number(b.created_at) - Number(a.created_at)).slice(filter.offset, filter.offset + PAGE);
+  return both.sort((a, b) => Number(b.created_at) - Number(a.created_at) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(filter.offset, filter.offset + PAGE);
 }
 
 /** One form: tick dead letters and retry them together, or retry / resolve one with its own button. */

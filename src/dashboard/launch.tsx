@@ -67,7 +67,7 @@ export async function loadLaunch(db: Db, id: string): Promise<LaunchDetail | und
     .limit(LAUNCH_ROWS)
     .execute();
   // The watches table exists on every migrated database (migration 008).
-  const watches = (await sql<WatchRow>`select kind, address, state, last_activity_at, next_check_at, ends_at, ended_reason from watches where launch_id = ${id} order by created_at`.execute(db)).rows;
+  const watches = (await sql<WatchRow>`select kind, address, state, last_activity_at, next_check_at, ends_at, ended_reason from watches where launch_id = ${id} order by created_at, id`.execute(db)).rows;
   return { launch, steps, events, deliveries, attempts: await attemptsByDelivery(db, deliveries.map((d) => d.id)), watches, signing: await signingOf(db, id) };
 }
 

@@ -300,7 +300,7 @@ export async function releaseWatch(db: Db, watch: WatchRow, retryAt: number): Pr
 
 /** The API view of a launch's watches (docs/watcher.md: each watch, its cursor and last activity). */
 export async function listWatches(db: DbOrTx, launchId: string): Promise<Array<Record<string, unknown>>> {
-  const rows = await tables(db).selectFrom('watches').selectAll().where('launch_id', '=', launchId).orderBy('created_at').orderBy('kind').execute();
+  const rows = await tables(db).selectFrom('watches').selectAll().where('launch_id', '=', launchId).orderBy('created_at').orderBy('kind').orderBy('id').execute();
   const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
   return rows.map((w) => ({
     kind: w.kind,
