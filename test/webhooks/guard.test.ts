@@ -172,7 +172,7 @@ describe('HTTP client behaviour shared by every mode', () => {
     const outcome = await send();
     expect(outcome).toMatchObject({ ok: false, errorClass: 'timeout' });
     expect(outcome.durationMs).toBeGreaterThanOrEqual(250);
-    expect(outcome.durationMs).toBeLessThan(2_000);
+    expect(outcome.durationMs).toBeLessThan(15_000); // far from the fast path on a loaded machine; without the timeout it would never end
   });
 
   it('classifies a refused connection', async () => {
