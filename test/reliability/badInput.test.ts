@@ -86,7 +86,9 @@ function withField(body: Record<string, any>, path: string, value: unknown): Rec
   return copy;
 }
 
-describe('bad-input probe', () => {
+// Hundreds of requests each, a few seconds on a quiet machine; the launches some of them create run
+// beside the probe, so a loaded machine can stretch a test far beyond the default 60 s.
+describe('bad-input probe', { timeout: 180_000 }, () => {
   it('answers every malformed request to every route (methods, ids, auth, bodies, content types, queries) without a 5xx, in the error envelope', async () => {
     const cases = probeCases(launchId, endpointId);
     expect(cases.length).toBeGreaterThan(400);
