@@ -60,6 +60,14 @@ export interface PostgresDrain {
   /** CPU ms per delivery of the worker processes (ours or the peer's), and of the bench database's backends (undefined where /proc cannot tell). */
   serviceCpuMs: number;
   databaseCpuMs: number | undefined;
+  /** Each worker process's share of `serviceCpuMs` (CPU ms per delivery of the whole drain), in start order. */
+  instanceCpuMs: number[];
+}
+
+/** A drain's rate and its CPU per delivery received. */
+function perDelivery(delivered: number, run: Awaited<ReturnType<typeof drainWith>>): PostgresDrain {
+  const per = (ms: number) => ms / Math.max(1, run.received);
+  return { perSecond: delivered / run.seconds, delivered, serviceCpuMs: per(run.serviceCpuMs), databaseCpuMs: run.databaseCpuMs === undefined ? undefined : per(run.databaseCpuMs), instanceCpuMs: run.instanceCpuMs.map(per) };
 }
 
 /** A fresh database on the bench's server, its URL, and its removal. */
@@ -77,9 +85,9 @@ export async function freshDatabase(): Promise<{ name: string; url: string; drop
  * server's other databases or its own processes) used meanwhile, before the children stop, then
  * stops them; elapsed seconds include the stop (what is in flight settles).
  */
-async function drainWith(children: Array<Awaited<ReturnType<typeof startChild>>>, receiver: { count: number; waitFor(n: number): Promise<void> }, count: number, maxMs: number, database: string): Promise<{ seconds: number; serviceCpuMs: number; databaseCpuMs: number | undefined; received: number }> {
+async function drainWith(children: Array<Awaited<ReturnType<typeof startChild>>>, receiver: { count: number; waitFor(n: number): Promise<void> }, count: number, maxMs: number, database: string): Promise<{ seconds: number; serviceCpuMs: number; databaseCpuMs: number | undefined; received: number; instanceCpuMs: number[] }> {
   const dbCpu = await databaseCpuMeter(benchDatabaseUrl!, database);
-  const childCpu = () => children.reduce((sum, c) => sum + (processCpuMs(c.child.pid ?? -1) ?? 0), 0);
+  const childCpu = () => children.map((c) => processCpuMs(c.child.pid ?? -1) ?? 0);
   await dbCpu.start();
   const svc0 = childCpu();
   const started = performance.now();
@@ -87,12 +95,12 @@ async function drainWith(children: Array<Awaited<ReturnType<typeof startChild>>>
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([receiver.waitFor(count), new Promise((resolve) => (timer = setTimeout(resolve, maxMs)))]);
   clearTimeout(timer);
-  const svc1 = childCpu();
+  const instanceCpuMs = childCpu().map((cpu, i) => cpu - (svc0[i] ?? 0));
   const databaseCpuMs = await dbCpu.stop();
   const received = receiver.count;
   await Promise.all(children.map((c) => c.stop()));
   const seconds = (performance.now() - started) / 1000;
-  return { seconds, serviceCpuMs: svc1 - svc0, databaseCpuMs, received };
+  return { seconds, serviceCpuMs: instanceCpuMs.reduce((a, b) => a + b, 0), databaseCpuMs, received, instanceCpuMs };
 }
 
 /**
@@ -117,7 +125,7 @@ export async function measurePostgresDispatch(instances: number, count: number, 
     const logged = Number((await db.selectFrom('delivery_attempts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
     if (delivered === 0 || logged < delivered) throw new Error(`postgres dispatch bench: ${delivered} delivered, ${logged} attempts logged`);
     await inspect?.(database.url);
-    return { perSecond: delivered / run.seconds, delivered, serviceCpuMs: run.serviceCpuMs / run.received, databaseCpuMs: run.databaseCpuMs === undefined ? undefined : run.databaseCpuMs / run.received };
+    return perDelivery(delivered, run);
   } finally {
     await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
     await receiver.close();
@@ -156,7 +164,7 @@ export async function measurePeer(concurrency: number, count: number, maxMs: num
     const delivered = Number((await client.query<{ n: string }>("select count(distinct event_id) as n from peer_attempts where outcome = 'success'")).rows[0]?.n ?? 0);
     if (delivered === 0) throw new Error('peer bench: nothing delivered');
     await inspect?.(database.url);
-    return { perSecond: delivered / run.seconds, delivered, serviceCpuMs: run.serviceCpuMs / run.received, databaseCpuMs: run.databaseCpuMs === undefined ? undefined : run.databaseCpuMs / run.received };
+    return perDelivery(delivered, run);
   } finally {
     await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
     await client.end();
@@ -265,6 +273,7 @@ export async function measureSharedChainPipeline(options: { instances: number; c
 
 const ms = (n: number | undefined) => (n === undefined ? '?' : n.toFixed(2));
 const cpuNote = (d: PostgresDrain) => `${ms(d.serviceCpuMs)} + ${ms(d.databaseCpuMs)} ms`;
+const runsNote = (runs: PostgresDrain[]) => runs.map((d) => `${Math.round(d.perSecond)}/s (${cpuNote(d)})`).join(', ');
 
 /**
  * `postgres`: the dispatcher on PostgreSQL with one and two instances (processes) beside the peer,
@@ -290,8 +299,8 @@ export async function benchPostgres(count = 3000, maxMs = 10_000): Promise<{ res
       peerRuns.get(concurrency)!.push({ ...(await measurePeer(concurrency, count, maxMs, true)), concurrency });
       defaultPeerRuns.get(concurrency)!.push({ ...(await measurePeer(concurrency, count, maxMs, false)), concurrency });
     }
-    oneRuns.push(await measurePostgresDispatch(1, count, maxMs));
-    twoRuns.push(await measurePostgresDispatch(2, count, maxMs));
+    // One and two instances back to back, the first alternating by round (a drift of the machine's speed favours neither).
+    for (const instances of round % 2 === 0 ? [1, 2] : [2, 1]) (instances === 1 ? oneRuns : twoRuns).push(await measurePostgresDispatch(instances, count, maxMs));
   }
   const sqlite = best(sqliteRuns);
   const peers = PEER_CONCURRENCIES.map((c) => best(peerRuns.get(c)!));
@@ -315,7 +324,8 @@ export async function benchPostgres(count = 3000, maxMs = 10_000): Promise<{ res
     note:
       `backlog ${count} events to one host, every attempt logged, each configuration the best of ${ROUNDS} interleaved runs; baseline of -1/-2 and -cpu: graphile-worker on the same server at its best run of every configuration; tuned (local queue c + 1, completeJobBatchDelay 0) at concurrency ${peers.map((p) => `${p.concurrency}: ${Math.round(p.perSecond)}/s (${cpuNote(p)})`).join(', ')}; ` +
       `-peer-default: on its defaults, ${defaultPeers.map((p) => `${p.concurrency}: ${Math.round(p.perSecond)}/s (${cpuNote(p)})`).join(', ')}; ` +
-      `CPU per delivery (service + database; the database's is its own backends' from /proc, pids from pg_stat_activity every 100 ms, not the server's other databases or shared processes): ours 1 instance ${cpuNote(one)}, 2 instances ${cpuNote(two)}; -sqlite: the SQLite dispatcher in one process, ${Math.round(sqlite.perSecond)}/s`,
+      `CPU per delivery (service + database; the database's is its own backends' from /proc, pids from pg_stat_activity every 100 ms, not the server's other databases or shared processes): ours 1 instance ${cpuNote(one)}, 2 instances ${cpuNote(two)} (per instance ${two.instanceCpuMs.map(ms).join(' + ')}); ` +
+      `every run, in round order: 1 instance ${runsNote(oneRuns)}, 2 instances ${runsNote(twoRuns)}; -sqlite: the SQLite dispatcher in one process, ${Math.round(sqlite.perSecond)}/s`,
   };
 }
 
@@ -323,7 +333,7 @@ export async function benchPostgres(count = 3000, maxMs = 10_000): Promise<{ res
 const PEER_CONCURRENCIES = [8, 32];
 
 /** Runs of each configuration (interleaved); the best counts. */
-const ROUNDS = 2;
+const ROUNDS = 3;
 
 /**
  * `postgres-pipeline`: launches through one and two service processes on one PostgreSQL database
