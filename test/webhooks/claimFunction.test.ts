@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
-import { claimDueDeliveries, type ClaimArgs } from '../../src/webhooks/sql/claimDeliveries.js';
+import { CLAIM_PARAMS_PG, claimDueDeliveries, claimFunctionParams, type ClaimArgs } from '../../src/webhooks/sql/claimDeliveries.js';
+import { execSql } from '../../src/db/sqlText.js';
 import { shareSlots, type Lane } from '../../src/webhooks/sql/shareSlots.js';
 import { onPostgres } from '../support/database.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
@@ -80,11 +81,32 @@ describe.skipIf(!onPostgres)('the PostgreSQL claim function', () => {
       const want = await expected(args);
       const rows = await claimDueDeliveries(tdb.db, args);
       const got: Record<string, number> = {};
-      for (const r of rows) got[`${r.endpoint} ${r.owner}`] = (got[`${r.endpoint} ${r.owner}`] ?? 0) + 1;
+      const owners = new Map((await tdb.db.selectFrom('deliveries').select(['id', 'owner']).execute()).map((d) => [d.id, d.owner]));
+      for (const r of rows) got[`${r.endpoint} ${owners.get(r.id)}`] = (got[`${r.endpoint} ${owners.get(r.id)}`] ?? 0) + 1;
       expect({ turn: i, got }).toEqual({ turn: i, got: want });
       expect(rows.every((r) => r.lease_owner === args.owner && r.attempt_count === 1 && r.lease_token === 1)).toBe(true);
       claimedAll += rows.length;
     }
     expect(claimedAll).toBeGreaterThan(15);
+  });
+
+  it('returns what an attempt needs and no more (migration 056): no status, lease deadline or timestamps', async () => {
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://h1.example.com/a', secret: 's', box, owner: 'acme' }), 2);
+    clock.advance(1_000);
+    const args: ClaimArgs = { owner: 'dsp_n', now: clock.now(), leaseMs: 60_000, limit: 5, perHostCap: 8, excludeEndpoints: [], maxAttempts: 5 };
+    const { rows } = await execSql<Record<string, unknown>>(tdb.db, `select * from claim_webhook_deliveries(${CLAIM_PARAMS_PG})`, claimFunctionParams(args));
+    const leased = rows.filter((r) => r.id !== null);
+    expect(leased).toHaveLength(2);
+    // Before migration 056: 35 columns, the whole delivery row (status, lease_owner, lease_expires_at, created_at, ...) besides.
+    expect(Object.keys(leased[0]!).sort()).toEqual(
+      ['id', 'event_id', 'launch_id', 'url', 'host', 'endpoint', 'endpoint_id', 'attempt_count', 'lease_token', 'ctx_owner', 'event', 'sequence', 'body', 'request_id',
+        'webhook_secret_enc', 'secret_enc', 'signature_scheme', 'previous_secret_enc', 'previous_secret_expires_at', 'rate_limit_per_second', 'host_allowance', 'endpoint_allowance'].sort(),
+    );
+    const events = await tdb.db.selectFrom('outbox_events').select(['id', 'event', 'sequence', 'body']).execute();
+    for (const row of leased) {
+      const event = events.find((e) => e.id === row.event_id)!;
+      expect(row).toMatchObject({ ctx_owner: 'acme', event: event.event, sequence: event.sequence, body: event.body, attempt_count: 1, lease_token: 1 });
+      expect(typeof row.webhook_secret_enc).toBe('string');
+    }
   });
 });

@@ -39,6 +39,7 @@ import * as m052 from './052_reserve_trigger_by_launch.js';
 import * as m053 from './053_claim_prefetch.js';
 import * as m054 from './054_settle_set_based.js';
 import * as m055 from './055_pending_lane_partial.js';
+import * as m056 from './056_claim_narrow_result.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -82,6 +83,7 @@ export const migrations: Record<string, Migration> = {
   '053_claim_prefetch': m053,
   '054_settle_set_based': m054,
   '055_pending_lane_partial': m055,
+  '056_claim_narrow_result': m056,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -3,12 +3,12 @@ import type { DbOrTx } from '../../db/database.js';
 import type { DeliveryRow } from '../../db/schema.js';
 import { isPostgres } from '../../db/dialect.js';
 import type { ClaimArgs, SendAllowance } from './claimArgs.js';
-import { claimWithFunctionPg, deliveryRowOf } from './claimFunctionPg.js';
+import { claimedRowOf, claimWithFunctionPg, type ClaimedRow } from './claimFunctionPg.js';
 import { claimLanesSqlite } from './claimLanesSqlite.js';
 import { claimTrial } from './claimTrial.js';
 
 export type { ClaimArgs, SendAllowance } from './claimArgs.js';
-export { CLAIM_PARAMS_PG, claimFunctionParams, claimWithFunctionPg, type ClaimedRowPg } from './claimFunctionPg.js';
+export { CLAIM_PARAMS_PG, claimFunctionParams, claimWithFunctionPg, type ClaimedRow, type ClaimedRowPg } from './claimFunctionPg.js';
 
 /**
  * Leases due deliveries with `UPDATE … RETURNING`: pending, due, not leased (or the lease expired,
@@ -32,12 +32,20 @@ export { CLAIM_PARAMS_PG, claimFunctionParams, claimWithFunctionPg, type Claimed
  * - the half-open trial, both databases: sql/claimTrial.ts;
  * - what they share (live lease counts, what is due): sql/claimDue.ts.
  */
-export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowance[]): Promise<DeliveryRow[]> {
+export async function claimDueDeliveries(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowance[]): Promise<ClaimedRow[]> {
+  if (args.limit <= 0) return [];
+  if (!isPostgres(db) || args.onlyEndpoint !== undefined) return claimRows(db, args, allowances);
+  return (await claimWithFunctionPg(db, args, allowances)).map((row) => claimedRowOf(row, args.owner));
+}
+
+/**
+ * The claims that return whole delivery rows: SQLite's ordinary claim and the half-open trial (both
+ * databases). {@link claimDueDeliveries} tells them apart.
+ */
+export async function claimRows(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowance[]): Promise<DeliveryRow[]> {
   if (args.limit <= 0) return [];
   if (!isPostgres(db)) return args.onlyEndpoint === undefined ? claimLanesSqlite(db, args, allowances) : claimTrial(db, args, args.onlyEndpoint, allowances);
-  if (args.onlyEndpoint === undefined) {
-    return (await claimWithFunctionPg(db, args, allowances)).map(deliveryRowOf);
-  }
+  if (args.onlyEndpoint === undefined) throw new Error('claimRows: PostgreSQL\'s ordinary claim is claimWithFunctionPg');
   const endpoint = args.onlyEndpoint;
   // PostgreSQL, several instances: the per-host cap counts every instance's live leases, which two
   // claims running at once would not see of each other. The claim function takes the claim lock

@@ -3,10 +3,21 @@ import type { DeliveryRow } from '../../db/schema.js';
 import { execSql } from '../../db/sqlText.js';
 import type { ClaimArgs, SendAllowance } from './claimArgs.js';
 
-/** A row the PostgreSQL claim function returns: the leased delivery and what its attempt needs (null where its event or launch is gone). */
-export type ClaimedRowPg = DeliveryRow & {
+/**
+ * A row the PostgreSQL claim function returns (migration 056): the leased delivery's fields an attempt
+ * needs and its context (null where its event or launch is gone), no more.
+ */
+export interface ClaimedRowPg {
+  id: string;
+  event_id: string;
+  launch_id: string;
+  url: string;
+  host: string;
+  endpoint: string;
+  endpoint_id: string | null;
+  attempt_count: number;
+  lease_token: number;
   ctx_owner: string | null;
-  ctx_event_id: string | null;
   event: string | null;
   sequence: number | null;
   body: string | null;
@@ -20,7 +31,10 @@ export type ClaimedRowPg = DeliveryRow & {
   /** Set on the rows with a null id instead: one per endpoint the claim's lanes reach (SendAllowance). */
   host_allowance: number | null;
   endpoint_allowance: number | null;
-};
+}
+
+/** A leased delivery as a claim returns it on either database: what its attempt and its settle name. */
+export type ClaimedRow = Pick<DeliveryRow, 'id' | 'event_id' | 'launch_id' | 'url' | 'host' | 'endpoint' | 'endpoint_id' | 'attempt_count' | 'lease_token' | 'lease_owner'>;
 
 /**
  * PostgreSQL's ordinary claim in one round trip: `claim_webhook_deliveries` (migration 023) takes the
@@ -68,8 +82,8 @@ export function allowancesOfRows(rows: readonly ClaimedRowPg[], into: SendAllowa
   }
 }
 
-/** The delivery part of a claimed row. */
-export function deliveryRowOf(row: ClaimedRowPg): DeliveryRow {
+/** The delivery part of a claimed row (its lease owner is the claim's). */
+export function claimedRowOf(row: ClaimedRowPg, owner: string): ClaimedRow {
   return {
     id: row.id,
     event_id: row.event_id,
@@ -77,18 +91,9 @@ export function deliveryRowOf(row: ClaimedRowPg): DeliveryRow {
     url: row.url,
     host: row.host,
     endpoint: row.endpoint,
-    status: row.status,
-    attempt_count: row.attempt_count,
-    next_attempt_at: row.next_attempt_at,
-    lease_owner: row.lease_owner,
-    lease_expires_at: row.lease_expires_at,
-    lease_token: row.lease_token,
-    last_error: row.last_error,
-    last_status_code: row.last_status_code,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    completed_at: row.completed_at,
     endpoint_id: row.endpoint_id,
-    owner: row.owner,
+    attempt_count: row.attempt_count,
+    lease_token: row.lease_token,
+    lease_owner: owner,
   };
 }

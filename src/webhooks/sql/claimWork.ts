@@ -1,6 +1,6 @@
 import type { DbOrTx } from '../../db/database.js';
 import { isPostgres } from '../../db/dialect.js';
-import { claimDueDeliveries, claimWithFunctionPg, type ClaimArgs, type ClaimedRowPg, type SendAllowance } from './claimDeliveries.js';
+import { claimRows, claimWithFunctionPg, type ClaimArgs, type ClaimedRowPg, type SendAllowance } from './claimDeliveries.js';
 import { contextOf, type DeliveryContext } from '../dispatch/deliveryContext.js';
 import { loadDeliveryContexts } from './deliveryQueries.js';
 
@@ -26,7 +26,7 @@ export interface ClaimedDelivery {
 export type DeliveryOffer = Omit<ClaimedDelivery, 'attempt' | 'token' | 'leaseExpiresAt'>;
 
 /**
- * Claims due deliveries ({@link claimDueDeliveries}: lease, fencing token, attempt counted, per-host
+ * Claims due deliveries (sql/claimDeliveries.ts: lease, fencing token, attempt counted, per-host
  * cap) and reads what their attempts need — event body, sealed secret(s), scheme, launch owner —
  * for all of them in one more query; the owner's send allowances the claim reports go to
  * `allowances`. Run inside the caller's transaction so the claim and the
@@ -35,7 +35,7 @@ export type DeliveryOffer = Omit<ClaimedDelivery, 'attempt' | 'token' | 'leaseEx
  */
 export async function claimDeliveryWork(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowance[]): Promise<ClaimedDelivery[]> {
   if (args.onlyEndpoint === undefined && isPostgres(db)) return claimWorkPg(db, args, allowances);
-  const rows = await claimDueDeliveries(db, args, allowances);
+  const rows = await claimRows(db, args, allowances);
   if (rows.length === 0) return [];
   const contexts = await loadDeliveryContexts(
     db,
@@ -76,8 +76,8 @@ async function claimWorkPg(db: DbOrTx, args: ClaimArgs, allowances?: SendAllowan
 export function claimedOfRows(rows: readonly ClaimedRowPg[], args: ClaimArgs): ClaimedDelivery[] {
   const claimed: ClaimedDelivery[] = [];
   for (const row of rows) {
-    if (row.id === null || row.ctx_event_id === null || row.event === null || row.body === null || row.sequence === null) continue;
-    const ctx = contextOf({ ...row, owner: row.ctx_owner, event_id: row.ctx_event_id, event: row.event, body: row.body, sequence: row.sequence });
+    if (row.id === null || row.event === null || row.body === null || row.sequence === null) continue;
+    const ctx = contextOf({ ...row, owner: row.ctx_owner, event: row.event, body: row.body, sequence: row.sequence });
     if (!ctx) continue;
     claimed.push({
       id: row.id,
