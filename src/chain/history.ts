@@ -46,6 +46,23 @@ export interface HistoryTransaction {
   postBalances: bigint[];
 }
 
+/**
+ * One account's lamports around one processed transaction ({@link ChainHistory.balancesAt}): what a
+ * step's spend and the funding watch read, without the instructions, logs or token balances.
+ */
+export interface AccountBalanceChange {
+  signature: string;
+  slot: number;
+  blockTime: number | null;
+  /** Non-null when the transaction failed on chain (it still paid its fee). */
+  err: unknown;
+  /** The account's position among the transaction's account keys (0: the fee payer), -1 when it is not one of them. */
+  index: number;
+  /** Its lamports before and after, exact (0n both when `index` is -1). */
+  pre: bigint;
+  post: bigint;
+}
+
 /** Filters of a program-account scan, as in `getProgramAccounts`. */
 export type AccountFilter = { dataSize: number } | { memcmp: { offset: number; bytes: string } };
 
@@ -61,6 +78,13 @@ export interface ChainHistory {
    */
   signaturesForAddress(address: string, options: { until?: string | undefined; before?: string | undefined; limit: number }): Promise<SignatureEntry[]>;
   getTransaction(signature: string): Promise<HistoryTransaction | null>;
+  /**
+   * `address`'s lamports around each of `signatures` (in the order given; null where the chain has
+   * no record of it): the same numbers {@link getTransaction} gives as `preBalances`/`postBalances`
+   * at the address's index, in one batched read, nothing decoded but the account keys. Where the
+   * backend has it (the embedded chain); otherwise callers read {@link getTransaction}.
+   */
+  balancesAt?(address: string, signatures: readonly string[]): Promise<Array<AccountBalanceChange | null>>;
   getAccountInfo(pubkey: PublicKey): Promise<AccountInfo<Buffer> | null>;
   getProgramAccounts(programId: PublicKey, filters: AccountFilter[]): Promise<Array<{ pubkey: PublicKey; account: AccountInfo<Buffer> }>>;
   /**

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { PublicKey } from '@solana/web3.js';
+import { PublicKey, type Keypair } from '@solana/web3.js';
 import type { ChainBackend } from '../chain/backend.js';
 import { keypairFromSeed } from '../chain/ed25519.js';
 import { deriveLaunchKeys } from '../chain/keys.js';
@@ -21,6 +21,7 @@ export function launchKeySecret(secretKey: Buffer): Buffer {
 /** Runs launch steps on the chain with the executors of `src/chain/steps`. */
 export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Buffer; executors: Partial<Record<StepName, StepExecutor>> }): StepRunner {
   const master = launchKeySecret(deps.secretKey);
+  const payers = new PayerKeys();
   return async (input) => {
     const executor = deps.executors[input.step];
     if (!executor) throw new NonRetriableError('invalid_configuration', `No executor for step ${input.step}`);
@@ -28,7 +29,7 @@ export function createChainStepRunner(deps: { chain: ChainBackend; secretKey: Bu
     const payer: StepContext['payer'] = input.signing
       ? { publicKey: new PublicKey(input.signing.payer) }
       : input.payerSeed
-        ? keypairFromSeed(Buffer.from(input.payerSeed))
+        ? payers.of(input.payerSeed)
         : deps.chain.payer;
     if (!input.signing && input.step === 'create_mint' && Object.keys(input.pending).length === 0 && input.budgetLamports === undefined) {
       // A launch without a reservation: refuse before the first transaction when the payer cannot cover it.
@@ -69,14 +70,44 @@ function signaturesOf(pending: Record<string, PendingTx>, transactions: StepOutc
   return [...all];
 }
 
+/** Wallets' key pairs kept by seed: at most this many (a full cache starts over). */
+const PAYER_KEYS_MAX = 1024;
+
+/**
+ * The owners' wallet key pairs by seed, each derived once (a seed import and a public-key
+ * derivation, ~0.1 ms, three times a launch before). A key pair is a function of its seed alone, so
+ * an entry never goes stale: a wallet with another seed is another entry.
+ */
+class PayerKeys {
+  private readonly bySeed = new Map<string, Keypair>();
+
+  of(seed: Uint8Array): Keypair {
+    const id = Buffer.from(seed.buffer, seed.byteOffset, seed.byteLength).toString('base64');
+    let keypair = this.bySeed.get(id);
+    if (!keypair) {
+      if (this.bySeed.size >= PAYER_KEYS_MAX) this.bySeed.clear();
+      keypair = keypairFromSeed(Buffer.from(seed));
+      this.bySeed.set(id, keypair);
+    }
+    return keypair;
+  }
+}
+
 /**
  * What the payer really spent in each of the step's transactions, from the chain's record of it:
  * the fee payer's lamports before minus after (a failed transaction's fee included). A transaction
  * that never landed costs nothing; one the chain cannot show yet (an RPC node that has not
- * finalized it) counts nothing here; the launch's release settles the rest.
+ * finalized it) counts nothing here; the launch's release settles the rest. The embedded chain
+ * answers the payer's balances of all of them in one read (`balancesAt`), no transaction decoded.
  */
 async function spentBy(chain: ChainBackend, payer: StepContext['payer'], signatures: readonly string[]): Promise<StepSpends> {
   const spent: StepSpends = [];
+  if (signatures.length === 0) return spent;
+  if (chain.history.balancesAt) {
+    const changes = await chain.history.balancesAt(payer.publicKey.toBase58(), signatures).catch(() => []);
+    for (const change of changes) if (change && change.index === 0) spent.push({ signature: change.signature, lamports: change.pre - change.post });
+    return spent;
+  }
   for (const signature of signatures) {
     const tx = await chain.history.getTransaction(signature).catch(() => null);
     if (!tx || tx.accountKeys[0] !== payer.publicKey.toBase58()) continue;

@@ -8,7 +8,7 @@ import { noteWalletBalance } from '../funding/wallets.js';
 import { streamOwner } from '../webhooks/outbox.js';
 import { cliffReached, depositReceived, feesClaimed, lowBalance, poolProgress, proposalCreated, proposalOutcomeData, vestingClaimed, vestingComplete, voteCast } from './events.js';
 import type { FoundEvent, NewWatch } from './store.js';
-import type { HandlerOutcome, WatchHandler } from './watcher.js';
+import type { HandlerOutcome, WatchHandler, WatchView } from './watcher.js';
 import { curveKit } from '../chain/programs/dbc/curve.js';
 import { markMigrationDue } from './graduation/store.js';
 import { graduationDue } from './graduation/signal.js';
@@ -159,30 +159,42 @@ export const poolHandler: WatchHandler = {
  */
 export const fundingHandler: WatchHandler = {
   async process(watch, transactions) {
-    const owner = streamOwner(watch.launchId);
-    const events: FoundEvent[] = [];
-    let last: { balance: bigint; signature: string } | undefined;
-    for (const tx of transactions) {
-      const index = tx.accountKeys.indexOf(watch.address);
-      const pre = tx.preBalances[index];
-      const post = tx.postBalances[index];
-      if (index < 0 || pre === undefined || post === undefined) continue;
-      last = { balance: post, signature: tx.signature };
-      if (index === 0 || post <= pre) continue;
-      events.push({ event: 'funding.deposit_received', signature: tx.signature, instructionIndex: -1, data: depositReceived({ address: watch.address, lamports: post - pre, signature: tx.signature, balanceLamports: post }) });
-    }
-    if (owner === undefined || last === undefined) return { events };
-    const seen = last;
-    return {
-      events,
-      apply: async (trx, now) => {
-        const crossing = await noteWalletBalance(trx, owner, seen.balance, now);
-        if (!crossing) return [];
-        return [{ event: 'funding.low_balance', signature: seen.signature, instructionIndex: -1, data: lowBalance({ address: watch.address, balanceLamports: seen.balance, thresholdLamports: crossing.crossedBelow }) }];
-      },
-    };
+    return fundingOutcome(
+      watch,
+      transactions.map((tx) => {
+        const index = tx.accountKeys.indexOf(watch.address);
+        return { signature: tx.signature, index, pre: tx.preBalances[index], post: tx.postBalances[index] };
+      }),
+    );
+  },
+  // It reads only the wallet's own lamports: on the embedded chain one batched balances read, no transaction decoded.
+  async processBalances(watch, changes) {
+    return fundingOutcome(watch, changes);
   },
 };
+
+/** The funding watch's outcome from the wallet's lamports around each transaction (oldest first). */
+function fundingOutcome(watch: WatchView, changes: Array<{ signature: string; index: number; pre: bigint | undefined; post: bigint | undefined }>): HandlerOutcome {
+  const owner = streamOwner(watch.launchId);
+  const events: FoundEvent[] = [];
+  let last: { balance: bigint; signature: string } | undefined;
+  for (const { signature, index, pre, post } of changes) {
+    if (index < 0 || pre === undefined || post === undefined) continue;
+    last = { balance: post, signature };
+    if (index === 0 || post <= pre) continue;
+    events.push({ event: 'funding.deposit_received', signature, instructionIndex: -1, data: depositReceived({ address: watch.address, lamports: post - pre, signature, balanceLamports: post }) });
+  }
+  if (owner === undefined || last === undefined) return { events };
+  const seen = last;
+  return {
+    events,
+    apply: async (trx, now) => {
+      const crossing = await noteWalletBalance(trx, owner, seen.balance, now);
+      if (!crossing) return [];
+      return [{ event: 'funding.low_balance', signature: seen.signature, instructionIndex: -1, data: lowBalance({ address: watch.address, balanceLamports: seen.balance, thresholdLamports: crossing.crossedBelow }) }];
+    },
+  };
+}
 
 /** The shares of the graduation threshold `pool.progress` reports, once each (docs/events.md). */
 export const PROGRESS_MILESTONES = [25, 50, 75] as const;

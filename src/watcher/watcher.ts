@@ -1,4 +1,4 @@
-import type { ChainHistory, HistoryTransaction, SignatureEntry } from '../chain/history.js';
+import type { AccountBalanceChange, ChainHistory, HistoryTransaction, SignatureEntry } from '../chain/history.js';
 import type { Db, DbOrTx } from '../db/database.js';
 import type { Clock } from '../lib/clock.js';
 import { UnavailableError } from '../lib/errors.js';
@@ -35,6 +35,12 @@ export interface HandlerOutcome {
  */
 export interface WatchHandler {
   process(watch: WatchView, transactions: HistoryTransaction[], chain: ChainHistory): Promise<HandlerOutcome>;
+  /**
+   * A kind that reads nothing of a transaction but the watched address's lamports (the funding
+   * wallet) says so here: where the chain answers `balancesAt` (the embedded chain), the watcher
+   * reads a batch's balances in one read and calls this instead of {@link process} (same outcome).
+   */
+  processBalances?(watch: WatchView, changes: AccountBalanceChange[]): Promise<HandlerOutcome>;
   /** The longest this kind's idle watch waits between checks, when shorter than the watcher's (a curve: its graduation is due within 60 s of the last buy). */
   maxIntervalMs?: number;
   /** A scheduled check at `cliffAt`; `confirmed: false` re-checks later (the chain's clock lags). */
@@ -255,15 +261,7 @@ export class ChainWatcher {
       const entries = page.entries;
       for (let i = 0; i < entries.length; i += this.options.batchSize) {
         const batch = entries.slice(i, i + this.options.batchSize);
-        const transactions: HistoryTransaction[] = [];
-        for (const entry of batch) {
-          if (entry.err !== null) continue; // a failed transaction changed nothing: it emits nothing
-          this.reads += 1;
-          const tx = await chain.getTransaction(entry.signature);
-          if (!tx) throw new Error(`transaction ${entry.signature} is in the history but cannot be read`);
-          if (tx.err === null) transactions.push(tx);
-        }
-        const { outcome, undecodable } = transactions.length > 0 ? await this.decode(handler, current, context, transactions) : { outcome: { events: [] } as HandlerOutcome, undecodable: [] };
+        const { outcome, undecodable } = await this.readBatch(handler, current, context, batch);
         if (outcome.context) context = { ...context, ...outcome.context };
         activity ||= outcome.events.length > 0;
         cursor = batch[batch.length - 1]?.signature ?? cursor;
@@ -317,6 +315,34 @@ export class ChainWatcher {
       context: contextChanged ? context : undefined,
       ...(carried?.confirmed ? { clearCliff: true } : {}),
     });
+  }
+
+  /**
+   * A batch's successful transactions through its handler: each read whole (`getTransaction`), or,
+   * for a kind that reads only the address's lamports, all their balances in one `balancesAt`
+   * where the chain answers it. A failed transaction changed nothing: it emits nothing.
+   */
+  private async readBatch(handler: WatchHandler, watch: WatchRow, context: Record<string, unknown>, batch: SignatureEntry[]): Promise<{ outcome: HandlerOutcome; undecodable: Array<{ signature: string; message: string }> }> {
+    const { chain } = this.options;
+    const wanted = batch.filter((entry) => entry.err === null).map((entry) => entry.signature);
+    this.reads += wanted.length;
+    if (wanted.length === 0) return { outcome: { events: [] }, undecodable: [] };
+    if (handler.processBalances && chain.balancesAt) {
+      const found = await chain.balancesAt(watch.address, wanted);
+      const changes: AccountBalanceChange[] = [];
+      found.forEach((change, i) => {
+        if (!change) throw new Error(`transaction ${wanted[i]} is in the history but cannot be read`);
+        if (change.err === null) changes.push(change);
+      });
+      return { outcome: changes.length > 0 ? await handler.processBalances(this.view(watch, context), changes) : { events: [] }, undecodable: [] };
+    }
+    const transactions: HistoryTransaction[] = [];
+    for (const signature of wanted) {
+      const tx = await chain.getTransaction(signature);
+      if (!tx) throw new Error(`transaction ${signature} is in the history but cannot be read`);
+      if (tx.err === null) transactions.push(tx);
+    }
+    return transactions.length > 0 ? this.decode(handler, watch, context, transactions) : { outcome: { events: [] }, undecodable: [] };
   }
 
   /**

@@ -12,12 +12,13 @@ import { onPostgres, passLeaseTime } from '../support/database.js';
 import { commitProgress, insertWatches, listWatches, wakeWatches, WatchFencedError, claimDueWatches, type WatchRow } from '../../src/watcher/store.js';
 import { ChainWatcher } from '../../src/watcher/watcher.js';
 import { MINT_SIZE, TOKEN_PROGRAM_ID, createAssociatedTokenAccountInstruction, createInitializeMint2Instruction, getAssociatedTokenAddressSync } from '@solana/spl-token';
-import type { HistoryTransaction } from '../../src/chain/history.js';
+import type { ChainHistory, HistoryTransaction } from '../../src/chain/history.js';
 import { createEndpointPool } from '../../src/chain/rpc/endpoints.js';
 import { createRpcHistory } from '../../src/chain/rpc/history.js';
 import { allInstructions, INNER_KEY_BASE } from '../../src/watcher/decoders/instructions.js';
 import { createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
 import { transferHandler } from './support/transferHandler.js';
+import { fundingHandler } from '../../src/watcher/handlers.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -269,5 +270,46 @@ describe('chain watcher on the embedded chain', () => {
     const watcher = inProcessWatcher(manualClock(Date.now() + 2 * 3600_000));
     await watcher.runOnce();
     expect(await watchRow()).toMatchObject({ state: 'ended', ended_reason: 'ttl' });
+  });
+
+  it('reads a funding wallet through balancesAt: one batched read, nothing decoded, the events whole transactions give', async () => {
+    // The wallet's own spend (it is the fee payer) is no deposit, a failed transfer is nothing, two
+    // transfers in one transaction are one deposit of their sum.
+    const wallet = Keypair.generate();
+    const deposit = await transfer(5_000_000, wallet.publicKey);
+    const spend = await connection.sendTransaction(new Transaction().add(SystemProgram.transfer({ fromPubkey: wallet.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1_000_000 })), [wallet]);
+    expect((await connection.getSignatureStatus(spend)).value?.err).toBeNull();
+    const failed = await connection.sendTransaction(new Transaction().add(SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: wallet.publicKey, lamports: 1000 * LAMPORTS_PER_SOL })), [sender], { skipPreflight: true });
+    const twice = await send(
+      new Transaction().add(
+        SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: wallet.publicKey, lamports: 7 }),
+        SystemProgram.transfer({ fromPubkey: sender.publicKey, toPubkey: wallet.publicKey, lamports: 8 }),
+      ),
+    );
+    const walletLaunch = await insertLaunch(t.db, systemClock, { url: 'http://127.0.0.1:9/hook', secret: 'whsec_x', box: newSecretBox() });
+    await insertWatches(t.db, { launchId: walletLaunch, watches: [{ kind: 'funding', address: wallet.publicKey.toBase58(), context: {} }], now: Date.now(), ttlMs: 3600_000 });
+
+    let decoded = 0;
+    let batched = 0;
+    const counted: ChainHistory = {
+      ...chain.history,
+      getTransaction: (signature) => ((decoded += 1), chain.history.getTransaction(signature)),
+      balancesAt: (address, signatures) => ((batched += 1), chain.history.balancesAt(address, signatures)),
+    };
+    const watcher = new ChainWatcher({ db: t.db, clock: manualClock(Date.now() + 1000), logger: silentLogger(), chain: counted, handlers: { transfers: transferHandler, funding: fundingHandler }, signal: noopSignal });
+    expect(await watcher.runOnce()).toBe(2);
+    expect(decoded).toBe(0);
+    expect(batched).toBe(1);
+    const reported = (await t.db.selectFrom('outbox_events').select(['event', 'body']).where('launch_id', '=', walletLaunch).where('event', '=', 'funding.deposit_received').orderBy('sequence').execute()).map((e) => (JSON.parse(e.body) as { data: Record<string, string> }).data);
+    expect(reported.map((d) => [d.signature, d.lamports, d.balanceLamports])).toEqual([
+      [deposit, '5000000', '5000000'],
+      [twice, '15', String(5_000_000 - 1_000_000 - 5000 + 15)],
+    ]);
+    // The same events as the handler makes of the whole transactions (as on an RPC cluster).
+    const whole = await Promise.all([deposit, spend, twice].map(async (s) => (await chain.history.getTransaction(s)) as HistoryTransaction));
+    const view = { id: 'w', launchId: walletLaunch, kind: 'funding', address: wallet.publicKey.toBase58(), context: {}, cliffAt: null };
+    const fromWhole = await fundingHandler.process(view, whole, chain.history);
+    expect(fromWhole.events.map((e) => e.data)).toEqual(reported);
+    expect((await chain.history.balancesAt(wallet.publicKey.toBase58(), [failed]))[0]?.err).not.toBeNull();
   });
 });

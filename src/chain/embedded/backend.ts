@@ -10,7 +10,7 @@ import { NonRetriableError, TransientError } from '../../lib/retry.js';
 import { loopTurn } from '../../lib/loopBudget.js';
 import type { ChainBackend, Commitment, SignatureStatus } from '../backend.js';
 import type { AccountFilter, ChainHistory } from '../history.js';
-import { historyRecord, lastHistorySeq, signatureOutcomes, signaturesForAddress, snapshotBalances, storedTransaction, toHistoryTransaction } from './history.js';
+import { balancesAt, historyRecord, lastHistorySeq, signatureOutcomes, signaturesForAddress, snapshotBalances, storedTransaction, toHistoryTransaction } from './history.js';
 import { scanAccounts } from './scan.js';
 import { classifyTransactionFailure } from '../errors.js';
 import { loadOrCreateGenesis, loadOrCreatePayer } from './payer.js';
@@ -77,6 +77,8 @@ export interface EmbeddedBackend extends ChainBackend {
   readonly genesisHash: string;
   /** What the chain's timeline derives from: another thread builds the same timeline from it (`thread/`). */
   readonly timelineOrigin: { genesisMs: number; chainId: string };
+  /** The watcher's reads; the embedded chain always answers `balancesAt`. */
+  readonly history: ChainHistory & { balancesAt: NonNullable<ChainHistory['balancesAt']> };
   /** Transactions processed since genesis (with history). */
   transactionCount(): number;
   /** Slot and error (JSON form) of a processed signature, or null when never processed here. */
@@ -267,12 +269,13 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
     return sendNow(transfer.serialize());
   };
 
-  const history: ChainHistory = {
+  const history: EmbeddedBackend['history'] = {
     signaturesForAddress: (addr, opts) => signaturesForAddress(db, addr, opts),
     async getTransaction(signature) {
       const stored = await storedTransaction(db, signature);
       return stored ? toHistoryTransaction(signature, stored) : null;
     },
+    balancesAt: (addr, signatures) => balancesAt(db, addr, signatures),
     getAccountInfo: async (pubkey) => readAccountInfo(svm, pubkey),
     getProgramAccounts: (programId, filters) => scanAccounts(db, programId, filters),
     onActivity(listener) {

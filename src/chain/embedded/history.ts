@@ -3,7 +3,7 @@ import bs58 from 'bs58';
 import { sql } from 'kysely';
 import type { LiteSVM } from 'litesvm';
 import type { Db, DbOrTx } from '../../db/database.js';
-import type { HistoryTransaction, SignatureEntry, TokenBalance } from '../history.js';
+import type { AccountBalanceChange, HistoryTransaction, SignatureEntry, TokenBalance } from '../history.js';
 import { LAMPORTS_PER_SIGNATURE } from '../transaction.js';
 import type { ExecutionMeta } from './svm.js';
 import { readStored } from './svm.js';
@@ -226,6 +226,72 @@ export async function signatureOutcomes(db: DbOrTx, signatures: readonly string[
     const rows = await tables(db).selectFrom('chain_signatures').select(['signature', 'slot', 'err', 'meta']).where('signature', 'in', chunk).execute();
     for (const r of rows) {
       found.set(r.signature, { slot: Number(r.slot), err: r.meta === null ? r.err : ((JSON.parse(r.meta) as RpcTransactionMeta).err ?? null) });
+    }
+  }
+  return signatures.map((s) => found.get(s) ?? null);
+}
+
+/**
+ * The position of `key` (32 bytes) among a serialized transaction's static account keys, -1 when it
+ * is not one of them: the wire layout read in place (signatures, the version prefix, the header, the
+ * keys), nothing decoded or encoded. -1 too for bytes too short to hold what they announce.
+ */
+export function staticKeyIndex(bytes: Uint8Array, key: Uint8Array): number {
+  const compactU16 = (at: number): [number, number] => {
+    let value = 0;
+    for (let i = 0; i < 3; i++) {
+      const byte = bytes[at + i];
+      if (byte === undefined) return [-1, at];
+      value |= (byte & 0x7f) << (7 * i);
+      if ((byte & 0x80) === 0) return [value, at + i + 1];
+    }
+    return [value, at + 3];
+  };
+  const [signatures, afterCount] = compactU16(0);
+  if (signatures < 0) return -1;
+  let at = afterCount + 64 * signatures;
+  if (((bytes[at] ?? 0) & 0x80) !== 0) at += 1; // a versioned message's prefix
+  const [keys, keysAt] = compactU16(at + 3);
+  if (keys < 0 || keysAt + 32 * keys > bytes.length) return -1;
+  for (let k = 0; k < keys; k++) {
+    const start = keysAt + 32 * k;
+    let same = true;
+    for (let b = 0; b < 32; b++) {
+      if (bytes[start + b] !== key[b]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return k;
+  }
+  return -1;
+}
+
+/**
+ * `address`'s lamports around each processed signature (ChainHistory.balancesAt), in the order given,
+ * null where never processed here: one indexed read per 500 signatures, the account keys found in
+ * the stored bytes in place and the exact balances read from the stored meta.
+ */
+export async function balancesAt(db: Db, address: string, signatures: readonly string[]): Promise<Array<AccountBalanceChange | null>> {
+  const key = bs58.decode(address);
+  const found = new Map<string, AccountBalanceChange>();
+  for (let i = 0; i < signatures.length; i += OUTCOME_CHUNK) {
+    const chunk = [...new Set(signatures.slice(i, i + OUTCOME_CHUNK))];
+    const rows = await tables(db).selectFrom('chain_signatures').select(['signature', 'slot', 'block_time', 'tx', 'meta']).where('signature', 'in', chunk).execute();
+    for (const r of rows) {
+      if (r.tx === null || r.meta === null) continue;
+      const meta = JSON.parse(r.meta) as RpcTransactionMeta;
+      const index = staticKeyIndex(Buffer.from(r.tx, 'base64'), key);
+      const lamports = (exact: string[] | undefined, plain: number[]) => (index < 0 ? 0n : BigInt((exact ?? plain)[index] ?? 0));
+      found.set(r.signature, {
+        signature: r.signature,
+        slot: Number(r.slot),
+        blockTime: r.block_time === null ? null : Number(r.block_time),
+        err: meta.err ?? null,
+        index,
+        pre: lamports(meta.exactPreBalances, meta.preBalances),
+        post: lamports(meta.exactPostBalances, meta.postBalances),
+      });
     }
   }
   return signatures.map((s) => found.get(s) ?? null);

@@ -235,9 +235,10 @@ export function connectChainThread(
       }
       return known;
     };
-    const history: ChainHistory = {
+    const history: EmbeddedBackend['history'] = {
       signaturesForAddress: (addr, options) => call('history.signaturesForAddress', addr, options) as ReturnType<ChainHistory['signaturesForAddress']>,
       getTransaction: (signature) => call('history.getTransaction', signature) as ReturnType<ChainHistory['getTransaction']>,
+      balancesAt: (addr, signatures) => call('history.balancesAt', addr, signatures) as ReturnType<NonNullable<ChainHistory['balancesAt']>>,
       getAccountInfo: (pubkey) => account('getAccountInfo', pubkey.toBase58()),
       getProgramAccounts: (programId, filters) => accounts('history.getProgramAccounts', programId.toBase58(), filters),
       onActivity(listener) {

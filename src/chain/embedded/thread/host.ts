@@ -166,6 +166,8 @@ export class ChainThreadHost {
         return chain.history.signaturesForAddress(args[0] as string, args[1] as { until?: string; before?: string; limit: number });
       case 'history.getTransaction':
         return chain.history.getTransaction(args[0] as string);
+      case 'history.balancesAt':
+        return chain.history.balancesAt(args[0] as string, args[1] as string[]);
       case 'history.getProgramAccounts':
         return toWireAccounts(await chain.history.getProgramAccounts(key(0), args[1] as AccountFilter[]));
     }

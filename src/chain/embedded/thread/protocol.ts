@@ -93,6 +93,7 @@ export type ChainMethod =
   | 'programAccounts'
   | 'history.signaturesForAddress'
   | 'history.getTransaction'
+  | 'history.balancesAt'
   | 'history.getProgramAccounts';
 
 export interface WireError {
