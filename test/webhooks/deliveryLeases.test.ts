@@ -41,6 +41,20 @@ describe.skipIf(!onPostgres)('the lease table (PostgreSQL)', () => {
     expect(indexed).toEqual([]);
   });
 
+  it('a claim of whole pages of fresh rows leases every one of them in place (migration 057: fillfactor 50)', async () => {
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://h1.example.com/a', secret: 's', box }), 40);
+    clock.advance(1_000);
+    const counts = (trx: typeof tdb.db) =>
+      sql<{ updated: string; hot: string }>`select pg_stat_get_xact_tuples_updated('deliveries'::regclass) as updated,
+        pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass) as hot`.execute(trx).then(({ rows }) => ({ updated: Number(rows[0]!.updated), hot: Number(rows[0]!.hot) }));
+    const claimed = await tdb.db.transaction().execute(async (trx) => {
+      const rows = await claimWithFunctionPg(trx, args('dsp_0a1b2c3d', 40, 100));
+      return { claimed: rows.length, ...(await counts(trx)) };
+    });
+    // The 40 rows fill 3 pages; at fillfactor 70 (migration 048) 18 of the 40 new versions found room on their page.
+    expect(claimed).toEqual({ claimed: 40, updated: 40, hot: 40 });
+  });
+
   it('the host cap counts every claimer’s live leases from the table; a lease given back frees its slot and its row goes', async () => {
     await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://h1.example.com/a', secret: 's', box }), 6);
     clock.advance(1_000);

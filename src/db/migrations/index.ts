@@ -40,6 +40,7 @@ import * as m053 from './053_claim_prefetch.js';
 import * as m054 from './054_settle_set_based.js';
 import * as m055 from './055_pending_lane_partial.js';
 import * as m056 from './056_claim_narrow_result.js';
+import * as m057 from './057_deliveries_fillfactor.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -84,6 +85,7 @@ export const migrations: Record<string, Migration> = {
   '054_settle_set_based': m054,
   '055_pending_lane_partial': m055,
   '056_claim_narrow_result': m056,
+  '057_deliveries_fillfactor': m057,
 };
 
 export const migrationProvider: MigrationProvider = {
