@@ -127,7 +127,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     for (const row of out.adopted) claimed.push(enqueue(row, false));
     const got = out.claimed[trials.length]?.length ?? 0; // (the queue now holds what this turn claimed)
     const cutShort = () => trials.length > 0 || generalLimit === 0 || got >= generalLimit || breakers.blockedEndpoints().length > 0 || local.atSomeCap();
-    const again = policy.finished(plan, { offersLeft: out.offersLeft, failed: out.error !== undefined, cutShort });
+    const again = policy.finished(plan, { offersLeft: out.offersLeft, offersWaiting: out.offersWaiting, willSettle: local.held() > 0, failed: out.error !== undefined, cutShort });
     if (again && prepError === undefined && !stopping && poll.isRunning()) poll.wake();
     startQueued();
     if (out.error !== undefined) throw out.error;

@@ -5,7 +5,7 @@ import { newSortableId } from '../lib/ids.js';
 import { attemptRow, settleAttempt, settleAttemptsIn, type SettleInput, type SettleResult } from './settle.js';
 import { CLAIM_PARAMS_PG, claimFunctionParams, type ClaimArgs, type ClaimedRowPg, type SendAllowance } from './sql/claimDeliveries.js';
 import { allowancesOfRows } from './sql/claimFunctionPg.js';
-import { claimDeliveryWork, claimedOfRows, type ClaimedDelivery } from './sql/claimWork.js';
+import { claimDeliveryWork, claimedOfRows, type ClaimedDelivery, type DeliveryOffer } from './sql/claimWork.js';
 import { failSpentDeliveriesIn, type SpentArgs, type SpentDelivery } from './sql/failSpentDeliveries.js';
 import { leaseOffered, type LeaseOfferedArgs } from './sql/leaseOffered.js';
 
@@ -31,6 +31,8 @@ export interface SettleAndClaimOutput {
   adopted: ClaimedDelivery[];
   /** Offers left pending for want of a slot or a closed breaker. */
   offersLeft: number;
+  /** The offers among those left that only wanted a slot, in order (LeaseOfferedResult.waiting). */
+  offersWaiting: DeliveryOffer[];
   /** What this owner may send at once per host and endpoint, as the claims counted it (none when the shared transaction failed). */
   allowances: SendAllowance[];
   /** Why the shared transaction failed (the settles were then retried one by one, nothing was claimed). */
@@ -52,12 +54,12 @@ export async function settleAndClaim(db: Db, input: SettleAndClaimInput): Promis
     if (isPostgres(db) && oneRoundTrip(input, claims)) return await settleAndClaimPg(db, input.settles, claims[0]);
     return await db.transaction().execute(async (trx) => {
       const results = input.settles.length > 0 ? await settleAttemptsIn(trx, input.settles) : [];
-      const offered = input.offers ? await leaseOffered(trx, input.offers) : { claimed: [], left: 0 };
+      const offered = input.offers ? await leaseOffered(trx, input.offers) : { claimed: [], left: 0, waiting: [] };
       const spent = input.failSpent ? await failSpentDeliveriesIn(trx, input.failSpent) : [];
       const claimed: ClaimedDelivery[][] = [];
       const allowances: SendAllowance[] = [];
       for (const claim of claims) claimed.push(await claimDeliveryWork(trx, claim, allowances));
-      return { results, spent, claimed, adopted: offered.claimed, offersLeft: offered.left, allowances };
+      return { results, spent, claimed, adopted: offered.claimed, offersLeft: offered.left, offersWaiting: offered.waiting, allowances };
     });
   } catch (error) {
     const results: Array<SettleResult | Error> = [];
@@ -68,7 +70,7 @@ export async function settleAndClaim(db: Db, input: SettleAndClaimInput): Promis
         results.push(toError(alone));
       }
     }
-    return { results, spent: [], claimed: claims.map(() => []), adopted: [], offersLeft: 0, allowances: [], error };
+    return { results, spent: [], claimed: claims.map(() => []), adopted: [], offersLeft: 0, offersWaiting: [], allowances: [], error };
   }
 }
 
@@ -120,7 +122,7 @@ async function settleAndClaimPg(db: Db, settles: readonly SettleInput[], claim: 
   const results = settles.map((input): SettleResult => (delivered.has(input.delivery.id) ? 'delivered' : canceled.has(input.delivery.id) ? 'canceled' : 'lease_lost'));
   const allowances: SendAllowance[] = [];
   allowancesOfRows(rows, allowances);
-  return { results, spent: [], claimed: claim ? [claimedOfRows(rows, claim)] : [], adopted: [], offersLeft: 0, allowances };
+  return { results, spent: [], claimed: claim ? [claimedOfRows(rows, claim)] : [], adopted: [], offersLeft: 0, offersWaiting: [], allowances };
 }
 
 const TURN_PG = `select * from settle_and_claim_webhook_deliveries(?::text[], ?::text[], ?::integer[], ?::integer[], ?::bigint[], ?::text[],

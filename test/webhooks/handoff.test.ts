@@ -184,4 +184,22 @@ describe('deliveries handed to the dispatcher with their commit', () => {
     await waitFor(() => receiver.requests.length === 7);
     expect(new Set(receiver.requests.map((r) => JSON.parse(r.body).sequence as number)).size).toBe(7);
   });
+
+  it.skipIf(onPostgres)('offers beyond a host\'s cap wait in the dispatcher and are leased by id as slots free: the table is never searched for them', async () => {
+    const launchId = await insertLaunch(tdb.db, clock, { url: receiver.url, secret: SECRET, box });
+    receiver.respond = () => ({ status: 200, delayMs: 20 });
+    // Cap 2 and no prefetch: 9 offers need at least five turns, each after a settle.
+    const dispatcher = startEngine({ maxInFlightPerHost: 2, prefetchPerHost: 0 });
+    await dispatcher.dispatcher.runOnce(); // the loop's first pass is over; it now sleeps for a minute
+    const seen = await countingSearches(async () => {
+      dispatcher.signal.notify(await commitWithHandoff(launchId, 9));
+      await waitFor(() => receiver.requests.length === 9, 10_000);
+      await waitFor(() => dispatcher.dispatcher.inFlight() === 0, 10_000);
+      await new Promise((r) => setTimeout(r, 20)); // the last settle turn has run
+    });
+    expect(seen).toEqual({ walks: 0, contextReads: 0 });
+    expect(new Set(receiver.requests.map((r) => JSON.parse(r.body).sequence as number)).size).toBe(9);
+    const rows = await tdb.db.selectFrom('deliveries').select(['status', 'attempt_count']).execute();
+    expect(rows).toEqual(Array.from({ length: 9 }, () => ({ status: 'delivered', attempt_count: 1 })));
+  });
 });

@@ -36,6 +36,10 @@ export interface TurnPlan {
 export interface TurnResult {
   /** Offers that found no slot (or a failed turn). */
   offersLeft: number;
+  /** The offers among those left that only wanted a slot (LeaseOfferedResult.waiting). */
+  offersWaiting?: DeliveryOffer[];
+  /** Some held delivery will settle (a turn follows that may lease the waiting offers). */
+  willSettle?: boolean;
   failed: boolean;
   /** The search was cut short (its limit, no room, a host or owner at its cap, a breaker not closed, trials). */
   cutShort(): boolean;
@@ -126,12 +130,19 @@ export function createClaimPolicy(options: ClaimPolicyOptions): ClaimPolicy {
       if (ordered) claimable = true; // the launch's next event to that endpoint may go now
     },
     finished(plan, result) {
-      if (plan.adopt && (result.offersLeft > 0 || result.failed)) claimable = true;
+      if (plan.adopt) {
+        // Offers that only wanted a slot wait for the next turn, which a settle brings, and are
+        // leased by id then: no search (its lane walk, candidate read and context read) for them.
+        const waiting = result.failed || !result.willSettle ? [] : (result.offersWaiting ?? []);
+        const kept = waiting.length > 0 && offered.length + waiting.length <= MAX_OFFERED ? waiting.length : 0;
+        if (kept > 0) offered.unshift(...waiting);
+        if (result.offersLeft > kept || result.failed) claimable = true;
+      }
       if (plan.search && !result.failed && notified === plan.notifiedBefore) {
         claimable = result.cutShort();
         return false;
       }
-      // This turn did not search, and left something to (a retry already due, an offer without a slot).
+      // This turn did not search, and left something to (a retry already due, an offer it could not lease).
       return !plan.search && claimable && !result.failed;
     },
     wakeForSlot(rate) {

@@ -28,8 +28,10 @@ export interface LeaseOfferedArgs {
 
 export interface LeaseOfferedResult {
   claimed: ClaimedDelivery[];
-  /** Offers not leased (no slot, a breaker not closed, or the row no longer as offered): an ordinary claim looks for them. */
+  /** Offers not leased (no slot, a breaker not closed, or the row no longer as offered), `waiting` included. */
   left: number;
+  /** The offers among `left` that only wanted a slot (the limit, the owner's, host's or endpoint's cap), in their order: they may be offered again once slots free. */
+  waiting: DeliveryOffer[];
 }
 
 /**
@@ -49,6 +51,7 @@ export interface LeaseOfferedResult {
  */
 export async function leaseOffered(db: DbOrTx, args: LeaseOfferedArgs): Promise<LeaseOfferedResult> {
   const claimed: ClaimedDelivery[] = [];
+  const waiting: DeliveryOffer[] = [];
   let left = 0;
   const busy = new Map<string, number>();
   const endpointBusy = new Map<string, number>();
@@ -59,8 +62,13 @@ export async function leaseOffered(db: DbOrTx, args: LeaseOfferedArgs): Promise<
   const leaseExpiresAt = args.now + args.leaseMs;
   for (const offer of fairOrder(args.offers, ownerLoad)) {
     const owner = offer.ctx.owner;
-    if (claimed.length >= args.limit || !args.admits(offer.endpoint) || (ownerLoad.get(owner) ?? 0) >= perOwnerCap) {
+    if (!args.admits(offer.endpoint)) {
       left += 1;
+      continue;
+    }
+    if (claimed.length >= args.limit || (ownerLoad.get(owner) ?? 0) >= perOwnerCap) {
+      left += 1;
+      waiting.push(offer);
       continue;
     }
     let n = busy.get(offer.host);
@@ -75,6 +83,7 @@ export async function leaseOffered(db: DbOrTx, args: LeaseOfferedArgs): Promise<
     const endpointCap = Math.min(perEndpointCap, args.endpointCaps?.get(offer.endpoint) ?? perEndpointCap);
     if (n >= args.perHostCap + prefetch || e >= endpointCap + Math.min(prefetch, endpointCap)) {
       left += 1;
+      waiting.push(offer);
       continue;
     }
     const { rows } = await execSql<{ attempt_count: number; lease_token: number }>(db, LEASE_TEXT, [
@@ -97,7 +106,7 @@ export async function leaseOffered(db: DbOrTx, args: LeaseOfferedArgs): Promise<
     if (row) claimed.push({ ...offer, attempt: Number(row.attempt_count), token: Number(row.lease_token), leaseExpiresAt });
     else left += 1;
   }
-  return { claimed, left };
+  return { claimed, left, waiting };
 }
 
 /**

@@ -40,6 +40,32 @@ describe('claim policy (dispatch/claimPolicy.ts)', () => {
     expect(p.plan(true, false).search).toBe(true);
   });
 
+  it('SQLite: offers that only wanted a slot wait for the next turn (a settle brings it) and are leased by id then, without a search', () => {
+    const { p } = policy(false);
+    const first = p.plan(true, false);
+    p.ran(first, p.spentDue(first));
+    p.finished(first, done);
+    p.notify({ complete: true, offers: [offer('d1'), offer('d2'), offer('d3')] });
+    let plan = p.plan(true, false);
+    expect([plan.search, plan.adopt]).toEqual([false, true]);
+    // d1 leased; d2 and d3 found no slot while deliveries are held: kept, no search, no wake.
+    expect(p.finished(plan, { ...done, offersLeft: 2, offersWaiting: [offer('d2'), offer('d3')], willSettle: true })).toBe(false);
+    p.notify({ complete: true, offers: [offer('d4')] }); // a commit during the wait: after the waiting ones
+    plan = p.plan(true, false);
+    expect([plan.search, plan.adopt, plan.offers.map((o) => o.id)]).toEqual([false, true, ['d2', 'd3', 'd4']]);
+    // One left for another reason (a breaker, a changed destination): the next turn searches.
+    p.finished(plan, { ...done, offersLeft: 2, offersWaiting: [offer('d4')], willSettle: true });
+    plan = p.plan(true, false);
+    expect([plan.search, plan.offers.length]).toEqual([true, 1]); // the search finds d4 in the table
+    p.ran(plan, false);
+    p.finished(plan, done);
+    // Nothing held, so no settle will bring a turn: a waiting offer is left to a search at once.
+    p.notify({ complete: true, offers: [offer('d5')] });
+    plan = p.plan(true, false);
+    expect(p.finished(plan, { ...done, offersLeft: 1, offersWaiting: [offer('d5')], willSettle: false })).toBe(true);
+    expect(p.plan(true, false).search).toBe(true);
+  });
+
   it('keeps searching after a search cut short, a retry settled, an ordered settle, or a notify() during the turn', () => {
     const { p } = policy(false);
     const cut = p.plan(true, false);
