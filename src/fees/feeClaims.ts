@@ -226,7 +226,7 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
         budget: undefined,
       } as unknown as StepContext;
       for (const source of plan) {
-        sent.push(source.kind === 'curve' ? await claimCurve(ctx, source, { signer, recipient, baseTokenProgram }) : await claimPosition(ctx, row, source, { signer, recipient }));
+        sent.push(source.kind === 'curve' ? await claimCurve(ctx, source, { signer, recipient, baseTokenProgram }) : await claimPosition(ctx, row, source, { signer, recipient, ledgerOwner: launch.payer !== null ? launch.owner : undefined, launchId: launch.id }));
       }
     } catch (error) {
       if (error instanceof ClaimFencedError) throw new ConflictError('Another request took this fee claim over; retry shortly', undefined, 'claim_in_progress');
@@ -278,7 +278,7 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
    * the SOL the first one claimed, read from its transaction, to the recipient. Each is recorded
    * before it is sent; the second is built from the first's outcome, so a resume pays the same.
    */
-  async function claimPosition(ctx: StepContext, row: FeeClaimRow, source: PlannedSource, args: { signer: Keypair; recipient: PublicKey }): Promise<Sent> {
+  async function claimPosition(ctx: StepContext, row: FeeClaimRow, source: PlannedSource, args: { signer: Keypair; recipient: PublicKey; ledgerOwner: string | undefined; launchId: string }): Promise<Sent> {
     const kit = await dammKit();
     const owner = args.signer.publicKey;
     const pool = new PublicKey(source.pool!);
@@ -314,7 +314,17 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
       // forgotten, so the claim's next run signs it anew; it cannot pay twice, since a payment pays
       // only by closing that one account in the same transaction.
       const { [paymentLabel]: failed, ...rest } = ctx.pending;
-      await recordClaimPending(db, row, rest, clock.now());
+      // A payment that landed and failed took its fee from the wallet: a spend entry, in the
+      // commit that forgets it (so a process that dies between the two writes neither).
+      const fees = failed && args.ledgerOwner !== undefined ? await landedFees([failed.signature, ...(failed.earlier ?? []).map((e) => e.signature)], owner) : [];
+      await db.transaction().execute(async (trx) => {
+        const now = clock.now();
+        for (const fee of fees) {
+          const known = await trx.selectFrom('funding_ledger').select('id').where('owner', '=', args.ledgerOwner!).where('signature', '=', fee.signature).executeTakeFirst();
+          if (!known) await insertEntry(trx, { owner: args.ledgerOwner!, launchId: args.launchId, kind: 'spend', lamports: fee.lamports, signature: fee.signature, details: { feeClaim: row.id, failedPayment: true }, now });
+        }
+        await recordClaimPending(trx, row, rest, now);
+      });
       delete ctx.pending[paymentLabel];
       throw new PaymentFailedError(`the claim ${claimed.signature} landed and its payment${failed ? ` ${failed.signature}` : ''} failed: ${error.message}`, { cause: error });
     });
@@ -337,6 +347,18 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
       if (clock.now() > deadline) throw new TransientError('chain_unavailable', `claim ${signature} landed but cannot be read yet`);
       await new Promise((r) => setTimeout(r, 500));
     }
+  }
+
+  /** What each of these transactions that landed took from the wallet, its fee payer (one read each, no wait: one not landed cost nothing). */
+  async function landedFees(signatures: readonly string[], wallet: PublicKey): Promise<Array<{ signature: string; lamports: bigint }>> {
+    const fees: Array<{ signature: string; lamports: bigint }> = [];
+    for (const signature of signatures) {
+      const tx = await chain.history.getTransaction(signature).catch(() => null);
+      if (!tx || tx.accountKeys[0] !== wallet.toBase58()) continue;
+      const lamports = (tx.preBalances[0] ?? 0n) - (tx.postBalances[0] ?? 0n);
+      if (lamports > 0n) fees.push({ signature, lamports });
+    }
+    return fees;
   }
 
   /** What a transaction took from the wallet when the wallet paid it (its fee payer). */

@@ -197,7 +197,7 @@ export function createFunding(deps: FundingDeps) {
           }));
         }
         if (limits.maxLamportsPerDay !== null && today.lamports + total > limits.maxLamportsPerDay) {
-          throw refused(new LimitExceededError(`Today's launches hold or spent ${today.lamports} lamports; this one needs ${total} more, over the daily limit of ${limits.maxLamportsPerDay}`, {
+          throw refused(new LimitExceededError(`Today's launches and unreserved spends (graduations, fee claims) hold or spent ${today.lamports} lamports; this one needs ${total} more, over the daily limit of ${limits.maxLamportsPerDay}`, {
             limit: 'maxLamportsPerDay',
             max: String(limits.maxLamportsPerDay),
             resetsAt,

@@ -130,16 +130,28 @@ export async function closeReservation(db: DbOrTx, args: { launchId: string; now
   return lamports;
 }
 
-/** Today's use of the owner's funds: what the launches reserved since `dayStart` hold or spent, and how many there were. */
+/**
+ * Today's use of the owner's funds and how many launches reserved today: what the launches reserved
+ * since `dayStart` hold or spent, plus every spend since `dayStart` that no open reservation held
+ * (docs/funding.md, "Limits"): a creator-signed curve's graduation (its launch reserved nothing) and a
+ * fee claim after its launch's release. A spend written in the same instant as its launch's release
+ * (a curve's graduation commit writes its spends, then the release) was held by that reservation.
+ */
 export async function dayUsage(db: DbOrTx, owner: string, dayStart: number): Promise<{ lamports: bigint; launches: number }> {
-  const row = await sql<{ lamports: string | null; launches: unknown }>`
+  const row = await sql<{ lamports: string | null; launches: unknown; unreserved: string | null }>`
     select cast(coalesce(sum(case when l.kind = 'reserve' then l.lamports when l.kind = 'release' then -l.lamports else 0 end), 0) as text) as lamports,
-           coalesce(sum(case when l.kind = 'reserve' then 1 else 0 end), 0) as launches
+           coalesce(sum(case when l.kind = 'reserve' then 1 else 0 end), 0) as launches,
+           (select cast(coalesce(sum(s.lamports), 0) as text) from funding_ledger s
+             where s.owner = ${owner} and s.created_at >= ${dayStart} and s.kind = 'spend' and (
+               s.launch_id is null
+               or not exists (select 1 from funding_ledger r where r.launch_id = s.launch_id and r.kind = 'reserve' and r.owner = s.owner)
+               or exists (select 1 from funding_ledger x where x.launch_id = s.launch_id and x.kind = 'release' and x.owner = s.owner and x.created_at < s.created_at)
+             )) as unreserved
     from funding_ledger l
     where l.owner = ${owner} and l.kind in ('reserve', 'release') and l.launch_id in (
       select r.launch_id from funding_ledger r where r.owner = ${owner} and r.kind = 'reserve' and r.created_at >= ${dayStart}
     )`.execute(db);
-  return { lamports: exact(row.rows[0]?.lamports), launches: num(row.rows[0]?.launches) };
+  return { lamports: exact(row.rows[0]?.lamports) + exact(row.rows[0]?.unreserved), launches: num(row.rows[0]?.launches) };
 }
 
 /** A ledger entry as read for display: its amounts exact, as decimal text (a JS number rounds from 2^53 on). */

@@ -1,10 +1,12 @@
-import { getAssociatedTokenAddressSync, NATIVE_MINT, TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
-import { Keypair, PublicKey, VersionedTransaction } from '@solana/web3.js';
+import { AuthorityType, createSetAuthorityInstruction, getAssociatedTokenAddressSync, NATIVE_MINT, TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
+import { Keypair, PublicKey, Transaction, VersionedTransaction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { NonRetriableError } from '../../src/lib/retry.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../packages/webhooks/src/index.js';
-import { dammKit, leUint, pendingPositionFees } from '../../src/chain/programs/dbc/dammPosition.js';
+import { claimWsolAccount, dammKit, leUint, pendingPositionFees } from '../../src/chain/programs/dbc/dammPosition.js';
+import { createSecretBox } from '../../src/crypto/secretBox.js';
+import { findWallet, walletSigner } from '../../src/funding/wallets.js';
 import { AutoClaimer } from '../../src/fees/autoClaim.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { DEFAULT_PROGRAM_IDS } from '../../src/chain/programs/programIds.js';
@@ -306,5 +308,82 @@ describe.skipIf(!haveBinaries(...IDS))(`creator fees of a graduated curve's DAMM
     expect((await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'unpaid-1' } })).status).toBe(200);
     expect((await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, json: {} })).status).toBe(200);
     expect(BigInt(await t.service.chain.getBalance(creator)) - before).toBe(paid);
+  }, 240_000);
+  it('a position claim payment that lands and fails on chain: its fee is a spend entry of the ledger (once), and the claim spends, outside any reservation, count in spentTodayLamports', async () => {
+    const key = await t.key('failpay', ['launches:write', 'launches:read']);
+    const creator = Keypair.generate().publicKey;
+    const g = await graduatedLaunch(t, key, curveBody({ creator: creator.toBase58() }));
+    expect((await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, json: {} })).status).toBe(200);
+    const amm = dammTrader(t.service.chain);
+    await amm.swap(g.trader, g.ammPool, 'sell', (await amm.tokenBalance(g.trader.publicKey, g.ammPool)) / 3n);
+    const chain = t.service.chain;
+    const wallet = walletSigner(createSecretBox(t.config.secretKey), (await findWallet(t.service.db, 'failpay'))!);
+    const funding = async () => ((await (await t.request('/api/funding', { key })).json()) as any).funding;
+    const ledger = async () => ((await (await t.request('/api/funding/ledger?limit=100', { key })).json()) as any).entries as Array<{ kind: string; lamports: string; signature: string | null; launchId: string | null }>;
+    const sendBy = async (feePayer: Keypair, signers: Keypair[], ...ix: Parameters<Transaction['add']>) => {
+      const { blockhash, lastValidBlockHeight } = await chain.getLatestBlockhash();
+      const tx = new Transaction().add(...ix);
+      tx.recentBlockhash = blockhash;
+      tx.feePayer = feePayer.publicKey;
+      tx.sign(feePayer, ...signers);
+      await chain.confirmTransaction(await chain.sendRawTransaction(tx.serialize()), lastValidBlockHeight);
+    };
+    const spentBefore = BigInt((await funding()).spentTodayLamports);
+    const known = new Set((await ledger()).map((e) => e.signature));
+    const balanceBefore = BigInt(await chain.getBalance(wallet.publicKey));
+
+    // Once the payment is recorded and before it is sent, the claim's wrapped-SOL account is handed
+    // to another owner (a real SetAuthority, signed by the wallet, paid by the trader): the payment's
+    // CloseAccount then fails on chain, and the wallet pays its fee.
+    const thief = Keypair.generate();
+    let payment: string | undefined;
+    const failing = t.service.fees.withBeforeSend(async (row) => {
+      const recorded = (await t.service.db.selectFrom('fee_claims' as never).select(['pending' as never]).where('id' as never, '=', row.id as never).executeTakeFirstOrThrow()) as { pending: string };
+      const found = Object.entries(JSON.parse(recorded.pending) as Record<string, { signature: string }>).find(([label]) => label.startsWith('payment:'));
+      if (!found || payment !== undefined) return;
+      payment = found[1].signature;
+      const wsol = claimWsolAccount(wallet.publicKey, row.id, g.position.toBase58()).address;
+      await sendBy(g.trader, [wallet], createSetAuthorityInstruction(wsol, wallet.publicKey, AuthorityType.AccountOwner, thief.publicKey));
+    });
+    const first = await failing.claim('failpay', g.id, { idempotencyKey: 'failpay-1' }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string },
+    );
+    expect(first?.code).toBe('claim_payment_failed');
+    expect(payment).toBeDefined();
+    // A payment signed anew on the same blockhash would be the failed one's very bytes: the retry waits for the next.
+    const failedOn = (await chain.getLatestBlockhash()).blockhash;
+    const landed = await chain.history.getTransaction(payment!);
+    expect(landed).not.toBeNull();
+    const fee = landed!.preBalances[0]! - landed!.postBalances[0]!;
+    expect(fee > 0n).toBe(true);
+    // The failed payment's fee is in the ledger, with its signature.
+    const failedEntries = (await ledger()).filter((e) => e.signature === payment);
+    expect(failedEntries).toEqual([expect.objectContaining({ kind: 'spend', lamports: String(fee), launchId: g.id })]);
+
+    // The account is handed back; the next claim request pays the creator, and the failed fee is not written twice.
+    const claimRow = (await t.service.db.selectFrom('fee_claims' as never).selectAll().where('idempotency_key' as never, '=', 'failpay-1' as never).executeTakeFirstOrThrow()) as any;
+    await sendBy(g.trader, [thief], createSetAuthorityInstruction(claimWsolAccount(wallet.publicKey, claimRow.id, g.position.toBase58()).address, thief.publicKey, AuthorityType.AccountOwner, wallet.publicKey));
+    await until('a new blockhash', 30_000, async () => ((await chain.getLatestBlockhash()).blockhash !== failedOn ? true : undefined));
+    const done = await t.request(`/api/launches/${g.id}/fees/claim`, { method: 'POST', key, headers: { 'Idempotency-Key': 'failpay-1' } });
+    expect({ status: done.status, body: done.status === 200 ? undefined : await done.text() }).toEqual({ status: 200, body: undefined });
+    const entries = await ledger();
+    expect(entries.filter((e) => e.signature === payment)).toHaveLength(1);
+
+    // The ledger adds up: what left the wallet since is the claim's spends, the failed fee included
+    // (the claimed SOL passes through to the creator).
+    const claimSpends = entries.filter((e) => e.launchId === g.id && e.kind === 'spend' && !known.has(e.signature));
+    expect(claimSpends.length).toBe(3); // the claim, the failed payment, the payment
+    const spent = claimSpends.reduce((sum, e) => sum + BigInt(e.lamports), 0n);
+    expect(balanceBefore - BigInt(await chain.getBalance(wallet.publicKey))).toBe(spent);
+    // Those spends came after the launch's reservation was released (at graduation): they count in today's use.
+    expect(BigInt((await funding()).spentTodayLamports) - spentBefore).toBe(spent);
+    // And in maxLamportsPerDay: a limit one lamport short of today's launch, those spends and the next quote refuses the next create.
+    const admin = await t.key('failpay-admin', ['admin']);
+    const next = BigInt(((await (await t.request('/api/launches/quote', { method: 'POST', key, json: curveBody({ creator: creator.toBase58() }) })).json()) as any).quote.totalLamports);
+    expect((await t.request('/api/funding/failpay/limits', { method: 'PUT', key: admin, json: { maxLamportsPerDay: String(spentBefore + spent + next - 1n) } })).status).toBe(200);
+    const refused = await t.request('/api/launches', { method: 'POST', key, json: curveBody({ creator: creator.toBase58() }) });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as any).error.details.limit).toBe('maxLamportsPerDay');
   }, 240_000);
 });
