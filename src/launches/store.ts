@@ -4,7 +4,10 @@ import { currentTraceparent } from '../lib/tracing.js';
 import type { DbOrTx } from '../db/database.js';
 import type { LaunchesTable, LaunchRow, LaunchStatus, StepRow } from '../db/schema.js';
 
-/** Inserts a queued launch (or one awaiting its creator's signatures) and its pending steps. */
+/**
+ * Inserts a queued launch (or one awaiting its creator's signatures) and its pending steps; returns
+ * the rows as written (`returning`), so the create's answer needs no read after its commit.
+ */
 export async function insertLaunch(
   trx: DbOrTx,
   args: {
@@ -22,8 +25,8 @@ export async function insertLaunch(
     /** When the runner looks at it first (a creator-signed launch: its signing deadline). */
     runAfter?: number;
   },
-): Promise<void> {
-  await insertLaunchStatement.execute(trx, {
+): Promise<{ launch: LaunchRow; steps: StepRow[] }> {
+  const launch = await insertLaunchStatement.first(trx, {
     id: args.id,
     owner: args.owner,
     status: args.status ?? 'queued',
@@ -42,49 +45,58 @@ export async function insertLaunch(
     payer: args.payer ?? null,
     trace_parent: currentTraceparent() ?? null,
   });
-  if (args.steps.length === 0) return;
+  if (!launch) throw new Error(`launch ${args.id}: its insert returned no row`);
+  if (args.steps.length === 0) return { launch, steps: [] };
   const steps: Record<string, string> = { launchId: args.id };
   args.steps.forEach((name, position) => (steps[`name${position}`] = name));
-  await insertStepsStatement.execute(trx, steps, args.steps.length);
+  // `returning` promises no order on either database: the steps are sorted as findSteps reads them.
+  const rows = await insertStepsStatement.rows(trx, steps, args.steps.length);
+  return { launch, steps: rows.sort((a, b) => a.position - b.position) };
 }
 
 // The statements of every create and every run, compiled once (compiledQuery.ts).
-const insertLaunchStatement = compiledQuery<Insertable<LaunchesTable>>((db, p) =>
-  db.insertInto('launches').values({
-    id: p.id,
-    owner: p.owner,
-    status: p.status,
-    request: p.request,
-    webhook_url: p.webhook_url,
-    webhook_secret_enc: p.webhook_secret_enc,
-    error: p.error,
-    request_id: p.request_id,
-    lease_owner: p.lease_owner,
-    lease_expires_at: p.lease_expires_at,
-    run_after: p.run_after,
-    created_at: p.created_at,
-    updated_at: p.updated_at,
-    started_at: p.started_at,
-    completed_at: p.completed_at,
-    payer: p.payer,
-    trace_parent: p.trace_parent,
-  }),
+const insertLaunchStatement = compiledQuery<Insertable<LaunchesTable>, LaunchRow>((db, p) =>
+  db
+    .insertInto('launches')
+    .values({
+      id: p.id,
+      owner: p.owner,
+      status: p.status,
+      request: p.request,
+      webhook_url: p.webhook_url,
+      webhook_secret_enc: p.webhook_secret_enc,
+      error: p.error,
+      request_id: p.request_id,
+      lease_owner: p.lease_owner,
+      lease_expires_at: p.lease_expires_at,
+      run_after: p.run_after,
+      created_at: p.created_at,
+      updated_at: p.updated_at,
+      started_at: p.started_at,
+      completed_at: p.completed_at,
+      payer: p.payer,
+      trace_parent: p.trace_parent,
+    })
+    .returningAll(),
 );
 /** A launch's pending steps; the shape is their count, each position a constant of the statement. */
-const insertStepsStatement = compiledQuery<Record<string, string>>((db, p, shape) =>
-  db.insertInto('launch_steps').values(
-    Array.from({ length: Number(shape) }, (_, position) => ({
-      launch_id: p.launchId!,
-      name: p[`name${position}`]!,
-      position,
-      status: 'pending' as const,
-      result: null,
-      error: null,
-      pending_tx: null,
-      started_at: null,
-      completed_at: null,
-    })),
-  ),
+const insertStepsStatement = compiledQuery<Record<string, string>, StepRow>((db, p, shape) =>
+  db
+    .insertInto('launch_steps')
+    .values(
+      Array.from({ length: Number(shape) }, (_, position) => ({
+        launch_id: p.launchId!,
+        name: p[`name${position}`]!,
+        position,
+        status: 'pending' as const,
+        result: null,
+        error: null,
+        pending_tx: null,
+        started_at: null,
+        completed_at: null,
+      })),
+    )
+    .returningAll(),
 );
 /** One launch by id; the shape `owner` adds the owner's condition. */
 const findLaunchStatement = compiledQuery<{ id: string; owner?: string }, LaunchRow>((db, p, shape) => {

@@ -2,7 +2,7 @@ import type { CapabilityGap } from '../chain/steps/index.js';
 import type { LaunchRow, StepRow } from '../db/schema.js';
 import { ConflictError, DomainError, InvalidInputError, NotFoundError, UnavailableError, UnprocessableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { createLaunch, type CreateLaunchDeps } from './createLaunch.js';
+import { createLaunchRows, type CreateLaunchDeps } from './createLaunch.js';
 import { claimIdempotencyKey, completeIdempotencyKey, isValidIdempotencyKey, releaseIdempotencyKey, requestHash } from './idempotency.js';
 import type { Funding } from '../funding/funding.js';
 import type { LaunchQuote } from '../funding/quote.js';
@@ -38,6 +38,7 @@ export interface SubmitLaunchInput {
 
 /** A new launch, or the one an earlier request with the same Idempotency-Key created. */
 export type SubmitLaunchOutcome = { kind: 'created' | 'replayed'; launch: LaunchRow; steps: StepRow[] };
+type Created = { launch: LaunchRow; steps: StepRow[] };
 
 /**
  * The create-a-launch use case (`POST /api/launches`): the Idempotency-Key, validation, the
@@ -57,7 +58,7 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
     if (key !== undefined && !isValidIdempotencyKey(key)) {
       throw new InvalidInputError('Idempotency-Key must be 1 to 255 printable characters', { fields: [{ field: 'Idempotency-Key', message: 'invalid' }] });
     }
-    if (key === undefined) return created(await validateAndCreate(input, undefined));
+    if (key === undefined) return { kind: 'created', ...(await validateAndCreate(input, undefined)) };
 
     const claim = await claimIdempotencyKey(deps.db, {
       owner,
@@ -77,8 +78,7 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
     inFlight.add(slot(owner, key));
     let committed = false;
     try {
-      const launchId = await validateAndCreate(input, key, () => (committed = true));
-      return created(launchId);
+      return { kind: 'created', ...(await validateAndCreate(input, key, () => (committed = true))) };
     } catch (error) {
       // Refused before the launch existed: the caller may fix the body and retry with the same key.
       if (!committed) await releaseIdempotencyKey(deps.db, owner, key, { onlyInProgress: true });
@@ -88,24 +88,19 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
     }
   };
 
-  async function created(launchId: string): Promise<SubmitLaunchOutcome> {
-    const launch = await findLaunch(deps.db, launchId, undefined);
-    if (!launch) throw new Error(`launch ${launchId} vanished after insert`);
-    return { kind: 'created', launch, steps: await findSteps(deps.db, launchId) };
-  }
-
-  async function createCreatorSigned(input: SubmitLaunchInput, request: LaunchRequest, key: string | undefined, onCommit?: () => void): Promise<string> {
-    const launchId = await createCreatorSignedLaunch(
+  async function createCreatorSigned(input: SubmitLaunchInput, request: LaunchRequest, key: string | undefined, onCommit?: () => void): Promise<Created> {
+    const launch = await createCreatorSignedLaunch(
       deps,
       input,
       request,
       key === undefined ? undefined : (trx, id) => completeIdempotencyKey(trx, { owner: input.owner, key, launchId: id, status: 202 }),
     );
     onCommit?.();
-    return launchId;
+    return launch;
   }
 
-  async function validateAndCreate(input: SubmitLaunchInput, key: string | undefined, onCommit?: () => void): Promise<string> {
+  /** The launch and its steps as the create's transaction wrote them (its answer reads nothing after the commit). */
+  async function validateAndCreate(input: SubmitLaunchInput, key: string | undefined, onCommit?: () => void): Promise<Created> {
     const request = await validateLaunchRequest(deps, input.body, input.logger);
     if (request.signing === 'creator') return createCreatorSigned(input, request, key, onCommit);
     const prepared = deps.funding
@@ -115,7 +110,7 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
         })
       : undefined;
     const funding = deps.funding;
-    const launchId = await createLaunch(deps, {
+    const launch = await createLaunchRows(deps, {
       owner: input.owner,
       request,
       requestId: input.requestId,
@@ -129,7 +124,7 @@ export function createLaunchSubmitter(deps: SubmitLaunchDeps): (input: SubmitLau
             },
     });
     onCommit?.();
-    return launchId;
+    return launch;
   }
 }
 
@@ -143,7 +138,7 @@ async function createCreatorSignedLaunch(
   input: SubmitLaunchInput,
   request: LaunchRequest,
   inTransaction: ((trx: Tx, id: string) => Promise<void>) | undefined,
-): Promise<string> {
+): Promise<Created> {
   const signing = deps.signing;
   if (!signing) throw new UnprocessableError('unprocessable_entity', 'This service does not run creator-signed launches');
   const id = newSortableId('lch');
@@ -152,7 +147,7 @@ async function createCreatorSignedLaunch(
     input.logger.warn({ err: error }, 'creator-signed planning failed');
     throw new UnavailableError('The chain could not be reached to plan this launch; retry with the same Idempotency-Key', 5);
   });
-  return createLaunch(deps, {
+  return createLaunchRows(deps, {
     id,
     owner: input.owner,
     request,
