@@ -106,6 +106,25 @@ describe.skipIf(!onPostgres)('the lease table (PostgreSQL)', () => {
     expect(new Set(logged.map((r) => `${r.delivery_id}:${r.attempt}`))).toEqual(new Set([a!, b!, canceled!].map((r) => `${r.id}:1`)));
   });
 
+  it('the one-statement settle numbers its attempt rows from the sequence itself, in batch order (migration 058)', async () => {
+    await commitEvents(tdb.db, clock, await insertLaunch(tdb.db, clock, { url: 'https://h1.example.com/a', secret: 's', box }), 5);
+    clock.advance(1_000);
+    const rows = await claimWithFunctionPg(tdb.db, args('dsp_a', 5, 8));
+    expect(rows).toHaveLength(5);
+    // An attempt logged the ordinary way first (through the column's default, rowid_after_xid).
+    const ok = { ok: true, statusCode: 200, durationMs: 1, responseBody: '', errorClass: null, errorMessage: null };
+    const settle = (row: (typeof rows)[number]) => ({ delivery: row, owner: 'dsp_a', launchOwner: 'acme', outcome: ok, startedAt: clock.now(), now: clock.now(), schedule: [0] });
+    expect((await settleAndClaim(tdb.db, { settles: [settle(rows[4]!)], failSpent: { now: clock.now(), maxAttempts: 5 } })).results).toEqual(['delivered']);
+    // Without the default an insert that relies on it fails (rowid is not null): before migration 058 this settle did.
+    await sql`alter table delivery_attempts alter column rowid drop default`.execute(tdb.db);
+    const batch = [rows[2]!, rows[0]!, rows[3]!, rows[1]!];
+    const out = await settleAndClaim(tdb.db, { settles: batch.map(settle) });
+    expect(out.error).toBeUndefined();
+    expect(out.results).toEqual(['delivered', 'delivered', 'delivered', 'delivered']);
+    const { rows: logged } = await sql<{ delivery_id: string }>`select delivery_id from delivery_attempts order by rowid`.execute(tdb.db);
+    expect(logged.map((r) => r.delivery_id)).toEqual([rows[4]!, ...batch].map((r) => r.id));
+  });
+
   it('the lanes\' index holds pending rows only (migration 055), and every reader of it still finds it', async () => {
     const { rows } = await sql<{ def: string }>`select pg_get_indexdef('deliveries_pending_lane'::regclass) as def`.execute(tdb.db);
     expect(rows[0]!.def).toMatch(/\(endpoint, owner, next_attempt_at\) WHERE \(status = 'pending'::text\)$/);

@@ -41,6 +41,7 @@ import * as m054 from './054_settle_set_based.js';
 import * as m055 from './055_pending_lane_partial.js';
 import * as m056 from './056_claim_narrow_result.js';
 import * as m057 from './057_deliveries_fillfactor.js';
+import * as m058 from './058_settle_rowid.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -86,6 +87,7 @@ export const migrations: Record<string, Migration> = {
   '055_pending_lane_partial': m055,
   '056_claim_narrow_result': m056,
   '057_deliveries_fillfactor': m057,
+  '058_settle_rowid': m058,
 };
 
 export const migrationProvider: MigrationProvider = {
