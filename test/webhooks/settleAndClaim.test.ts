@@ -1,6 +1,8 @@
-import { passLeaseTime, refuseInserts } from '../support/database.js';
+import SqliteDatabase from 'better-sqlite3';
+import { onPostgres, passLeaseTime, refuseInserts } from '../support/database.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
+import { createEndpoint } from '../../src/webhooks/endpoints/endpoints.js';
 import { settleAndClaim } from '../../src/webhooks/settleAndClaim.js';
 import { claimDueDeliveries } from '../../src/webhooks/sql/claimDeliveries.js';
 import { commitEvents, createTestDb, insertLaunch, newSecretBox, type TestDb } from '../support/webhooks.js';
@@ -85,5 +87,40 @@ describe('settling attempts and claiming in one transaction', () => {
       { id: 'we_ok', failing_since: null },
       { id: 'we_other', failing_since: now - 60_000 },
     ]);
+  });
+
+  it.skipIf(onPostgres)('SQLite: the lane read tests the ordering of a launch\'s events only while some endpoint orders them', async () => {
+    // The SQL texts of the lane reads run while `body` runs (better-sqlite3's statements, probed).
+    async function laneReads(body: () => Promise<unknown>): Promise<string[]> {
+      const probe = new SqliteDatabase(':memory:');
+      const proto = Object.getPrototypeOf(probe.prepare('select 1')) as { all: (...args: unknown[]) => unknown };
+      probe.close();
+      const original = proto.all;
+      const seen: string[] = [];
+      proto.all = function (this: { source: string }, ...args: unknown[]) {
+        if (this.source.includes('select y.id, y.endpoint_id from deliveries y')) seen.push(this.source);
+        return original.apply(this, args);
+      };
+      try {
+        await body();
+      } finally {
+        proto.all = original;
+      }
+      return seen;
+    }
+    const launchId = await insertLaunch(tdb.db, clock, { url: 'https://hooks.example.com/a', secret: 's', box });
+    await commitEvents(tdb.db, clock, launchId, 2);
+    const plain = await laneReads(() => claimAll());
+    expect(plain).toHaveLength(1);
+    expect(plain[0]).not.toContain('pe.sequence');
+    await createEndpoint({ db: tdb.db, clock, secretBox: box }, 'acme', { url: 'https://hooks.example.com/ordered', events: ['launch.step_complete'], description: null, signatureScheme: 'service', ordering: 'launch' });
+    await commitEvents(tdb.db, clock, launchId, 2);
+    let claimed: Awaited<ReturnType<typeof claimAll>> = [];
+    const withOrdered = await laneReads(async () => (claimed = await claimAll()));
+    expect(withOrdered.length).toBeGreaterThan(0);
+    for (const text of withOrdered) expect(text).toContain('pe.sequence');
+    // The ordered endpoint gets the earlier of the two new events only (the later one waits for it).
+    const toOrdered = claimed.filter((r) => r.url === 'https://hooks.example.com/ordered');
+    expect(toOrdered).toHaveLength(1);
   });
 });

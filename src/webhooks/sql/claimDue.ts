@@ -65,12 +65,16 @@ const LEASED_PG = `select l.host, l.endpoint, l.lease_owner, count(*) as n from 
       and d.lease_expires_at > ${LEASE_NOW_PG} and d.status = 'pending' limit 1) x
     group by l.host, l.endpoint, l.lease_owner`;
 
-/** What makes a delivery claimable (the lease clock `?` on SQLite), an ordered endpoint's order included (sql/ordering.ts); `y` is the delivery. */
-export function dueText(pg: boolean, running: number): string {
+/**
+ * What makes a delivery claimable (the lease clock `?` on SQLite), an ordered endpoint's order
+ * included (sql/ordering.ts) unless `ordered` is false (the caller saw no ordered endpoint in the
+ * same write transaction); `y` is the delivery.
+ */
+export function dueText(pg: boolean, running: number, ordered = true): string {
   return `y.status = 'pending' and y.next_attempt_at <= ?
         and (y.lease_owner is null or y.lease_expires_at <= ${pg ? LEASE_NOW_PG : '?'})
-        and y.attempt_count < ?${running > 0 ? ` and y.id not in (${placeholders(running)})` : ''}
-        and ${ORDERED_CONDITION}`;
+        and y.attempt_count < ?${running > 0 ? ` and y.id not in (${placeholders(running)})` : ''}${ordered ? `
+        and ${ORDERED_CONDITION}` : ''}`;
 }
 
 /** {@link dueText}'s parameters. */
