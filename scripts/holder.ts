@@ -9,6 +9,7 @@
  *   npm run holder -- claim   <launchId> <beneficiary keypair.json> [--wait]   (--wait: until something is unlocked)
  *   npm run holder -- propose <launchId> <creator keypair.json> "<proposal name>" [approve|deny]
  *   npm run holder -- sign    <launchId> <creator keypair.json>   (a creator-signed launch: sign and submit, docs/signing.md)
+ *   npm run holder -- claim-fees <launchId> <creator keypair.json>   (a creator-signed curve: its creator and partner fees to the creator)
  *   npm run holder -- buy     <launchId> <trader keypair.json> <SOL>   (buys on a bonding-curve launch's curve with Meteora's SDK)
  *
  * Environment: SERVICE_URL, API_KEY (launches:read; launches:write for sign), RPC_URL, RPC_WS_URL. Unset, the URLs are those a
@@ -131,12 +132,48 @@ export async function buyOnCurve(connection: Connection, trader: Keypair, pool: 
   };
 }
 
+/** What a fee claim on the curve paid the creator: the signatures and the SOL its wallet gained (net of the fees it paid). */
+export interface CurveFeeClaim {
+  signatures: string[];
+  claimedLamports: bigint;
+  netLamports: bigint;
+}
+
+/**
+ * Claims a curve's trading fees that are its DBC creator's and its partner's (the fee claimer), with
+ * Meteora's own SDK, signed by that wallet: on a creator-signed launch both are the creator, and
+ * only its signature can claim them (docs/signing.md). Our curves collect fees in SOL only.
+ */
+export async function claimCurveFees(connection: Connection, creator: Keypair, pool: PublicKey): Promise<CurveFeeClaim> {
+  const client = new DynamicBondingCurveClient(connection, 'confirmed');
+  const kit = await curveKit();
+  const info = await connection.getAccountInfo(pool);
+  if (!info) throw new Error(`${pool.toBase58()} is not a Dynamic Bonding Curve pool`);
+  const state = kit.decodeCurveState(info.data);
+  const before = BigInt(await connection.getBalance(creator.publicKey));
+  const signatures: string[] = [];
+  let claimed = 0n;
+  if (state.creator.equals(creator.publicKey) && state.creatorQuoteFee > 0n) {
+    const tx = await client.creator.claimCreatorTradingFee({ creator: creator.publicKey, payer: creator.publicKey, pool, maxBaseAmount: new BN(0), maxQuoteAmount: new BN(state.creatorQuoteFee.toString()) });
+    signatures.push(await sendAndConfirmTransaction(connection, tx, [creator]));
+    claimed += state.creatorQuoteFee;
+  }
+  const config = await client.state.getPoolConfig(state.config);
+  if (config?.feeClaimer.equals(creator.publicKey) && state.partnerQuoteFee > 0n) {
+    const tx = await client.partner.claimPartnerTradingFee({ feeClaimer: creator.publicKey, payer: creator.publicKey, pool, maxBaseAmount: new BN(0), maxQuoteAmount: new BN(state.partnerQuoteFee.toString()) });
+    signatures.push(await sendAndConfirmTransaction(connection, tx, [creator]));
+    claimed += state.partnerQuoteFee;
+  }
+  return { signatures, claimedLamports: claimed, netLamports: BigInt(await connection.getBalance(creator.publicKey)) - before };
+}
+
 const USAGE = `usage: npm run holder -- keygen  <keypair.json>
        npm run holder -- fund    <keypair.json | address> [SOL, default 2]
        npm run holder -- claim   <launchId> <beneficiary keypair.json> [--wait]
        npm run holder -- propose <launchId> <creator keypair.json> "<name>" [approve|deny]
        npm run holder -- sign    <launchId> <creator keypair.json>
-       npm run holder -- buy     <launchId> <trader keypair.json> <SOL>`;
+       npm run holder -- buy     <launchId> <trader keypair.json> <SOL>
+       npm run holder -- claim-fees <launchId> <creator keypair.json>`;
 
 interface SigningRequest {
   status: string;
@@ -232,7 +269,7 @@ async function main(argv: string[]): Promise<void> {
     if (request.status !== 'signed') process.exit(1);
     return;
   }
-  if ((command !== 'claim' && command !== 'propose' && command !== 'buy') || !launchId || !keypairFile) {
+  if ((command !== 'claim' && command !== 'propose' && command !== 'buy' && command !== 'claim-fees') || !launchId || !keypairFile) {
     process.stderr.write(`${USAGE}\n`);
     process.exit(2);
   }
@@ -254,6 +291,18 @@ async function main(argv: string[]): Promise<void> {
     const percent = threshold > 0n ? Number((got.quoteReserveLamports * 10_000n) / threshold) / 100 : 0;
     process.stdout.write(`bought ${got.tokens} base units of ${mint.toBase58()} for ${got.paidLamports} lamports (fees included): ${got.signature}\n`);
     process.stdout.write(`curve ${pool.address}: ${got.quoteReserveLamports} of ${threshold} lamports (${percent} %)${got.migrated || got.quoteReserveLamports >= threshold ? ', full: the service graduates it' : ''}\n`);
+    return;
+  }
+  if (command === 'claim-fees') {
+    // A creator-signed curve's fees: only the creator's signature claims them (docs/signing.md).
+    const pool = launch.results.pool;
+    if (pool?.kind !== 'bonding-curve' || !pool.address) throw new Error('the launch has no bonding curve');
+    const got = await claimCurveFees(connection, signer, new PublicKey(pool.address));
+    if (got.signatures.length === 0) {
+      process.stdout.write(`nothing to claim for ${signer.publicKey.toBase58()} on curve ${pool.address}\n`);
+      return;
+    }
+    process.stdout.write(`claimed ${got.claimedLamports} lamports of fees to ${signer.publicKey.toBase58()} (${got.netLamports} net of the transaction fees): ${got.signatures.join(' ')}\n`);
     return;
   }
   if (command === 'claim') {

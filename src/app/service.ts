@@ -225,7 +225,10 @@ export async function createService(
       beforeFail: returnNonceRent({ chain, signing, logger: logger.child({ component: 'signing' }) }),
       // A completed launch gets its watches in the same transaction (docs/watcher.md).
       onComplete: async (trx, launchId, results, now) => {
-        const watches = watchesForLaunch(results);
+        // A creator-signed curve's watch reports the creator's own fee claims (docs/signing.md): one read, for curves only.
+        const curve = (results.pool as { kind?: unknown } | undefined)?.kind === 'bonding-curve';
+        const creatorSigned = curve && (await trx.selectFrom('launch_signing').select('launch_id').where('launch_id', '=', launchId).executeTakeFirst()) !== undefined;
+        const watches = watchesForLaunch(results, { creatorSigned });
         await insertWatches(trx, { launchId, watches, now, ttlMs: config.watcher.ttlMs, firstIntervalMs: config.watcher.pollIntervalMs });
         // A bonding curve's graduation record, with its watch (docs/programs.md, "Graduation").
         const graduates = await insertCurveMigrationFor(trx, launchId, results, now);

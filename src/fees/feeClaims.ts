@@ -114,7 +114,7 @@ export function createFeeClaims(deps: FeeClaimsDeps): FeeClaims {
     if (signing.signing === 'creator') {
       // The curve's DBC creator, and the graduated position's owner, is the creator: only its signature claims (docs/signing.md).
       throw new ConflictError(
-        `Launch ${launchId} is creator-signed: its creator ${String(signing.creator)} is the curve's DBC creator and owns its DAMM v2 position, and only the creator's own signature can claim their fees. The service holds no key that could; the creator claims them with any Meteora DBC or DAMM v2 client (GET /api/launches/${launchId}/fees shows what is claimable)`,
+        `Launch ${launchId} is creator-signed: its creator ${String(signing.creator)} is the curve's DBC creator and owns its DAMM v2 position, and only the creator's own signature can claim their fees. The service holds no key that could; the creator claims them itself, signing with its own key: \`npm run holder -- claim-fees ${launchId} <creator keypair.json>\` (the curve's creator and partner fees), or any Meteora DBC or DAMM v2 client; GET /api/launches/${launchId}/fees shows what is claimable, and each claim on the curve is reported as fees.claimed (docs/signing.md)`,
         { creator: signing.creator },
         'creator_claims_fees',
       );

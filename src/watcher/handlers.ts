@@ -2,6 +2,7 @@ import { PublicKey } from '@solana/web3.js';
 import { decodeVestingEscrow } from '../chain/programs/jupiterLock/escrowAccount.js';
 import type { ChainHistory } from '../chain/history.js';
 import { decodeFeeCollections } from './decoders/cpmm.js';
+import { decodeCurveFeeClaims } from './decoders/dbc.js';
 import { decodeGovernanceActions, decodeProposal, decodeTokenOwner, decodeVoteWeight, proposalOutcome } from './decoders/governance.js';
 import { decodeVestingClaims, escrowTotal, findEscrowClose, unlockedAt } from './decoders/jupiterLock.js';
 import { noteWalletBalance } from '../funding/wallets.js';
@@ -20,8 +21,12 @@ async function read(chain: ChainHistory, address: string): Promise<Buffer | null
   return (await chain.getAccountInfo(new PublicKey(address)))?.data ?? null;
 }
 
-/** The watches a completed launch gets: its escrow, its realm, its pool (docs/watcher.md). */
-export function watchesForLaunch(results: Record<string, unknown>): NewWatch[] {
+/**
+ * The watches a completed launch gets: its escrow, its realm, its pool (docs/watcher.md). A
+ * creator-signed curve's watch also reports the creator's own fee claims (`creatorClaims`): the
+ * service cannot claim them, so no claim of its own reports them.
+ */
+export function watchesForLaunch(results: Record<string, unknown>, options: { creatorSigned?: boolean } = {}): NewWatch[] {
   const watches: NewWatch[] = [];
   const vesting = obj(results.vesting);
   if (str(vesting.escrow) !== '') {
@@ -41,7 +46,7 @@ export function watchesForLaunch(results: Record<string, unknown>): NewWatch[] {
   const pool = obj(results.pool);
   if (str(pool.address) !== '' && str(pool.kind) === 'bonding-curve') {
     // The curve's fill (pool.progress) and the moment it is full (its graduation becomes due).
-    watches.push({ kind: 'curve', address: str(pool.address), context: { programId: str(pool.programId), thresholdLamports: str(pool.graduationQuoteLamports) } });
+    watches.push({ kind: 'curve', address: str(pool.address), context: { programId: str(pool.programId), thresholdLamports: str(pool.graduationQuoteLamports), ...(options.creatorSigned ? { creatorClaims: true } : {}) } });
   } else if (str(pool.address) !== '') {
     watches.push({ kind: 'pool', address: str(pool.address), context: { programId: str(pool.programId) } });
   }
@@ -211,10 +216,21 @@ export const CURVE_WATCH_MAX_INTERVAL_MS = 20_000;
  */
 export const curveHandler: WatchHandler = {
   maxIntervalMs: CURVE_WATCH_MAX_INTERVAL_MS,
-  async process(watch, _transactions, chain) {
+  async process(watch, transactions, chain) {
+    // A creator-signed curve: the creator's own claims of its fees (docs/signing.md, "Bonding curves").
+    const claims: FoundEvent[] = [];
+    if (watch.context.creatorClaims === true) {
+      for (const tx of transactions) {
+        for (const claim of decodeCurveFeeClaims(tx, str(watch.context.programId), watch.address)) {
+          const data = { ...feesClaimed({ pool: watch.address, claimer: claim.claimer, amounts: claim.amounts, signature: tx.signature, kind: 'creator' }), recipient: claim.claimer, source: 'curve', share: claim.share, auto: false };
+          claims.push({ event: 'fees.claimed', signature: tx.signature, instructionIndex: claim.instructionIndex, data });
+        }
+      }
+    }
     const data = await read(chain, watch.address);
-    if (!data) return { events: [] };
-    return curveOutcome(watch, (await curveKit()).decodeCurveState(data));
+    if (!data) return { events: claims };
+    const outcome = curveOutcome(watch, (await curveKit()).decodeCurveState(data));
+    return { ...outcome, events: [...claims, ...outcome.events] };
   },
 };
 

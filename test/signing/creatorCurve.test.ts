@@ -1,21 +1,36 @@
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Keypair, PublicKey } from '@solana/web3.js';
-import { TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
+import { getAssociatedTokenAddressSync, TOKEN_2022_PROGRAM_ID } from '@solana/spl-token';
 import type { ServerType } from '@hono/node-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_PROGRAM_IDS, DAMM_V2_PROGRAM_ID } from '../../src/chain/programs/programIds.js';
+import { verifyWebhook } from '../../packages/webhooks/src/index.js';
+import { startLocalCluster } from '../../src/chain/embedded/localCluster.js';
+import type { ChainRpcServer } from '../../src/chain/embedded/rpcServer.js';
 import { startHttpServer } from '../../src/http/server.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
 import { parseLaunchRequest } from '../../src/launches/request.js';
 import { signLaunch } from '../../scripts/holder.js';
 import { ataBalance } from '../chain/support/readBack.js';
-import { curveBody, outsideTrader } from '../graduation/support/trading.js';
+import { curveBody, outsideTrader, until } from '../graduation/support/trading.js';
 import { haveBinaries, needs, programsDir } from '../programs/support/binaries.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { startReceiver, type Receiver } from '../support/webhooks.js';
 import { creatorWallet, signAll } from './support/creator.js';
 
 let t: TestService | undefined;
 let server: ServerType | undefined;
+let cluster: ChainRpcServer | undefined;
+let receiver: Receiver | undefined;
 afterEach(async () => {
   if (server) await new Promise((resolve) => server!.close(resolve));
+  await cluster?.close();
+  await receiver?.close();
+  cluster = undefined;
+  receiver = undefined;
   await t?.close();
   t = undefined;
   server = undefined;
@@ -135,6 +150,86 @@ describe.skipIf(!haveBinaries(...IDS))(`creator-signed bonding curves on the rea
     expect(launch.status).toBe('complete');
     expect((await outsideTrader(t.service.chain).curve(new PublicKey(launch.results.pool.address))).creator.equals(creator.publicKey)).toBe(true);
   });
+  it('npm run holder -- claim-fees: the creator claims its creator and partner fees with its own key (a real process); its balance rises by them, and the watcher delivers fees.claimed', async () => {
+    const SECRET = 'whsec_test_0123456789abcdef';
+    receiver = await startReceiver(systemClock);
+    t = await startTestService({ env: { CHAIN_PROGRAMS_DIR: programsDir ?? '', WATCH_POLL_INTERVAL: '200ms', WEBHOOK_POLL_INTERVAL_MS: '100ms' } });
+    t.service.start();
+    const key = await t.key('acme', [...WRITE]);
+    const listening = await startHttpServer({ fetch: t.service.app.fetch, port: 0, hostname: '127.0.0.1', limits: { requestTimeoutMs: 5000, maxConnectionsPerClient: 64 } });
+    server = listening.server;
+    cluster = await startLocalCluster({ host: '127.0.0.1', port: 0 }, t.service.chain, silentLogger());
+    if (!cluster) throw new Error('the local cluster did not start');
+    const creator = Keypair.generate();
+    await t.service.chain.requestAirdrop!(creator.publicKey, 2n * BigInt(SOL));
+    const id = await t.createLaunch(key, curveBody({ creator: creator.publicKey.toBase58(), signing: 'creator', webhookUrl: receiver.url, webhookSecret: SECRET }, { firstBuy: undefined }));
+    const base = `http://127.0.0.1:${listening.port}`;
+    expect((await signLaunch(base, key, id, creator)).status).toBe('signed');
+    const launch = await until('the launch to complete', 60_000, async () => {
+      const got = await launchOf(key, id);
+      return got.status === 'complete' || got.status === 'failed' ? got : undefined;
+    });
+    expect(launch.error).toBeNull();
+    const pool = new PublicKey(launch.results.pool.address);
+
+    // An outside trader's buys make trading fees: the creator's share and the partner's, both the creator's.
+    const outside = outsideTrader(t.service.chain);
+    const trader = Keypair.generate();
+    await t.service.chain.requestAirdrop!(trader.publicKey, 20n * BigInt(SOL));
+    await outside.buy(trader, pool, 3n * BigInt(SOL));
+    const curve = await outside.curve(pool);
+    const creatorFee = BigInt(curve.creatorQuoteFee.toString());
+    const partnerFee = BigInt(curve.partnerQuoteFee.toString());
+    expect(creatorFee > 0n && partnerFee > 0n).toBe(true);
+    // The service still refuses to claim them, and says how the creator does.
+    const refused = await t.request(`/api/launches/${id}/fees/claim`, { method: 'POST', key, json: {} });
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(`npm run holder -- claim-fees ${id}`);
+
+    const fundingAddress = ((await (await t.request('/api/funding', { key })).json()) as { funding: { address: string } }).funding.address;
+    const fundingBefore = await balance(fundingAddress);
+    const before = BigInt(await balance(creator.publicKey));
+    const tokenAccountBefore = await balance(getAssociatedTokenAddressSync(new PublicKey(launch.results.mint), creator.publicKey, false, TOKEN_2022_PROGRAM_ID));
+    const keypairFile = join(t.dir, 'creator.json');
+    writeFileSync(keypairFile, JSON.stringify([...creator.secretKey]));
+    const cli = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', '..', 'scripts', 'holder.ts'), 'claim-fees', id, keypairFile], {
+      env: { ...process.env, SERVICE_URL: base, API_KEY: key, RPC_URL: cluster.url, RPC_WS_URL: cluster.wsUrl },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    cli.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    cli.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    expect(await new Promise<number | null>((resolve) => cli.on('exit', resolve)), stderr).toBe(0);
+    const printed = /^claimed (\d+) lamports of fees to (\w+) \((-?\d+) net of the transaction fees\): (\w+) (\w+)$/.exec(stdout.trim());
+    if (!printed) throw new Error(`unexpected output: ${stdout} ${stderr}`);
+    const [, claimed, to, , creatorSignature, partnerSignature] = printed;
+    expect(BigInt(claimed!)).toBe(creatorFee + partnerFee);
+    expect(to).toBe(creator.publicKey.toBase58());
+
+    // The creator's balance rose by the claimed fees less the two transactions' fees, which it paid; the owner's wallet paid nothing.
+    // (One signature each, 5 000 lamports; the embedded chain charges no priority fee. Meteora's SDK
+    // also opens the creator's token account for the launched token, its rent the creator's.)
+    for (const sig of [creatorSignature!, partnerSignature!]) expect((await t.service.chain.history.getTransaction(sig))?.accountKeys[0]).toBe(creator.publicKey.toBase58());
+    const tokenAccountRent = BigInt(await balance(getAssociatedTokenAddressSync(new PublicKey(launch.results.mint), creator.publicKey, false, TOKEN_2022_PROGRAM_ID)));
+    expect(tokenAccountBefore).toBe(0);
+    expect(tokenAccountRent > 0n).toBe(true);
+    expect(BigInt(await balance(creator.publicKey)) - before).toBe(creatorFee + partnerFee - 2n * 5000n - tokenAccountRent);
+    expect(await balance(fundingAddress)).toBe(fundingBefore);
+    const after = await outside.curve(pool);
+    expect([after.creatorQuoteFee.toString(), after.partnerQuoteFee.toString()]).toEqual(['0', '0']);
+
+    // The watcher sees both claims on the curve: fees.claimed, signed, delivered to the launch's receiver.
+    const WSOL = 'So11111111111111111111111111111111111111112';
+    const delivered = await until('fees.claimed delivered twice', 30_000, async () => {
+      const got = receiver!.requests.map((r) => verifyWebhook<any>(r.body, r.headers, SECRET).payload).filter((p) => p.launchId === id && p.event === 'fees.claimed');
+      return got.length >= 2 ? got : undefined;
+    });
+    const bySignature = new Map(delivered.map((p) => [p.data.signature, p.data]));
+    expect(bySignature.get(creatorSignature)).toMatchObject({ pool: pool.toBase58(), claimer: creator.publicKey.toBase58(), recipient: creator.publicKey.toBase58(), kind: 'creator', share: 'creator', source: 'curve', amounts: { [WSOL]: creatorFee.toString() } });
+    expect(bySignature.get(partnerSignature)).toMatchObject({ pool: pool.toBase58(), claimer: creator.publicKey.toBase58(), kind: 'creator', share: 'partner', source: 'curve', amounts: { [WSOL]: partnerFee.toString() } });
+    expect(delivered).toHaveLength(2);
+  }, 180_000);
 });
 
 describe('a creator-signed bonding curve request', () => {
