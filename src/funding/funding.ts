@@ -7,7 +7,7 @@ import type { Db, DbOrTx } from '../db/database.js';
 import type { FundingWalletRow } from '../db/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { InsufficientFundsError, LimitExceededError, NotFoundError } from '../lib/errors.js';
-import { closeReservation, dayUsage, insertEntry, recordedSpends, reservedLamports } from './ledger.js';
+import { closeReservation, dayUsage, insertEntry, insertSpendOnce, reservedLamports } from './ledger.js';
 import { launchCosts, presentQuote, type LaunchQuote } from './quote.js';
 import { limitsOf, readLimits, writeLimits, type FundingLimits } from './limits.js';
 import { ensureWallet, findPayer, lockWallet, ownerKnown, walletSeed } from './wallets.js';
@@ -236,12 +236,11 @@ export function createFunding(deps: FundingDeps) {
       return { payerSeed: walletSeed(deps.secretBox, row), address: row.address };
     },
 
-    /** In a step's completion transaction: a `spend` entry for each transaction not recorded yet. */
+    /** In a step's completion transaction: a `spend` entry for each transaction not recorded yet (one statement each, ledger.ts). */
     async recordSpends(trx: DbOrTx, launch: { id: string; owner: string; payer: string | null }, spent: ReadonlyArray<{ signature: string; lamports: bigint }>): Promise<void> {
       if (launch.payer === null || spent.length === 0) return;
-      const known = await recordedSpends(trx, launch.id);
       const now = clock.now();
-      for (const s of spent) if (!known.has(s.signature)) await insertEntry(trx, { owner: launch.owner, launchId: launch.id, kind: 'spend', lamports: s.lamports, signature: s.signature, now });
+      for (const s of spent) await insertSpendOnce(trx, { owner: launch.owner, launchId: launch.id, lamports: s.lamports, signature: s.signature, now });
     },
 
     /** In the transaction that completes or fails a launch: the one `release` entry of its reservation. */

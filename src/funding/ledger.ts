@@ -43,6 +43,54 @@ export async function insertEntry(db: DbOrTx, entry: NewEntry): Promise<string> 
   return id;
 }
 
+/**
+ * Writes a launch's `spend` entry for `signature` unless the launch has recorded one for it already
+ * (a step run again after a crash reports the same transactions): one statement, its check on the
+ * launch's index (launch_id, kind), in place of a read of the launch's spends and an insert. Its
+ * trigger adds it to the launch's open reservation (migration 049). True when it wrote the entry.
+ */
+export async function insertSpendOnce(db: DbOrTx, spend: { owner: string; launchId: string; lamports: bigint; signature: string; now: number }): Promise<boolean> {
+  const written = await insertSpendOnceStatement.changed(db, {
+    id: newSortableId('fle', spend.now),
+    owner: spend.owner,
+    launchId: spend.launchId,
+    lamports: spend.lamports,
+    signature: spend.signature,
+    createdAt: spend.now,
+  });
+  return written > 0;
+}
+// PostgreSQL types a bare `select $1` as text: each value is cast to its column's type.
+const insertSpendOnceStatement = compiledQuery<{ id: string; owner: string; launchId: string; lamports: bigint; signature: string; createdAt: number }>((db, p) =>
+  db
+    .insertInto('funding_ledger')
+    .columns(['id', 'owner', 'launch_id', 'kind', 'lamports', 'signature', 'created_at'])
+    .expression(
+      db
+        .selectNoFrom([
+          sql<string>`cast(${p.id} as text)`.as('id'),
+          sql<string>`cast(${p.owner} as text)`.as('owner'),
+          sql<string>`cast(${p.launchId} as text)`.as('launch_id'),
+          sql<string>`'spend'`.as('kind'),
+          sql<bigint>`cast(${p.lamports} as bigint)`.as('lamports'),
+          sql<string>`cast(${p.signature} as text)`.as('signature'),
+          sql<number>`cast(${p.createdAt} as bigint)`.as('created_at'),
+        ])
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('funding_ledger as s')
+                .select(sql`1`.as('one'))
+                .where('s.launch_id', '=', p.launchId)
+                .where('s.kind', '=', 'spend')
+                .where('s.signature', '=', p.signature),
+            ),
+          ),
+        ),
+    ),
+);
+
 // The ledger's statements of every launch step, compiled once (compiledQuery.ts): a launch writes
 // four entries and reads its reservation on every step.
 const insertStatement = compiledQuery<Insertable<FundingLedgerTable>>((db, p) =>
@@ -66,9 +114,6 @@ const reservationStatement = compiledQuery<{ launchId: string }, { kind: Funding
     .select(['kind', sql<string>`cast(sum(lamports) as text)`.as('lamports')])
     .where('launch_id', '=', p.launchId)
     .groupBy('kind'),
-);
-const entriesOfKindStatement = compiledQuery<{ launchId: string; kind: FundingEntryKind }, { owner: string; signature: string | null }>((db, p) =>
-  db.selectFrom('funding_ledger').select(['owner', 'signature']).where('launch_id', '=', p.launchId).where('kind', '=', p.kind),
 );
 
 const num = (v: unknown): number => Number(v ?? 0);
@@ -109,26 +154,27 @@ export async function launchReservation(db: DbOrTx, launchId: string): Promise<{
   return { reserved, spent: by.get('spend') ?? 0n, open: !by.has('release') };
 }
 
-/** The signatures whose spend this launch has recorded already. */
-export async function recordedSpends(db: DbOrTx, launchId: string): Promise<Set<string>> {
-  const rows = await entriesOfKindStatement.rows(db, { launchId, kind: 'spend' });
-  return new Set(rows.map((r) => r.signature).filter((s): s is string => s !== null));
-}
-
 /**
  * Closes the launch's reservation, once: a `release` entry with what it did not spend (`"0"` when it
  * spent it all). Nothing when the launch reserved nothing (created before funding) or is closed.
+ * Reads the launch's row of `funding_open_reservations` (one primary-key read): the ledger's index
+ * of open reservations, kept in each entry's transaction (migration 049), holds the owner, what was
+ * reserved and what the spends add up to; the `release` entry's trigger deletes the row.
  */
 export async function closeReservation(db: DbOrTx, args: { launchId: string; now: number }): Promise<bigint | undefined> {
-  const reservation = await launchReservation(db, args.launchId);
-  if (!reservation?.open) return undefined;
-  const owner = await entriesOfKindStatement.first(db, { launchId: args.launchId, kind: 'reserve' });
-  if (!owner) throw new Error(`launch ${args.launchId}: an open reservation without its reserve entry`);
-  const left = reservation.reserved - reservation.spent;
+  const open = await openReservationStatement.first(db, { launchId: args.launchId });
+  if (!open) return undefined;
+  const left = BigInt(open.left);
   const lamports = left > 0n ? left : 0n;
-  await insertEntry(db, { owner: owner.owner, launchId: args.launchId, kind: 'release', lamports, now: args.now });
+  await insertEntry(db, { owner: open.owner, launchId: args.launchId, kind: 'release', lamports, now: args.now });
   return lamports;
 }
+const openReservationStatement = compiledQuery<{ launchId: string }, { owner: string; left: string }>((db, p) =>
+  db
+    .selectFrom('funding_open_reservations')
+    .select(['owner', sql<string>`cast(reserved_lamports - spent_lamports as text)`.as('left')])
+    .where('launch_id', '=', p.launchId),
+);
 
 /**
  * Today's use of the owner's funds and how many launches reserved today: what the launches reserved

@@ -5,7 +5,7 @@ import { Migrator, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, type Db } from '../../src/db/database.js';
 import { migrations } from '../../src/db/migrations/index.js';
-import { insertEntry, reservedLamports } from '../../src/funding/ledger.js';
+import { closeReservation, insertEntry, insertSpendOnce, reservedLamports } from '../../src/funding/ledger.js';
 import { createPostgresDatabase, onPostgres, openDatabaseAt } from '../support/database.js';
 
 // reservedLamports reads the open reservations kept by migration 049's triggers instead of the
@@ -191,5 +191,31 @@ describe('reservedLamports from the open reservations (migrations 049 and 052)',
     );
     expect(await reservedLamports(db, 'acme')).toBe(await fromWholeLedger(db, 'acme'));
     expect(await reservedLamports(db, 'acme')).toBe(100_000_000n - 8_000_028n);
+  });
+  it('a step\'s spends are written once per signature, and the release is what the row says is left, exactly past 2^53', async () => {
+    const db = await freshDb();
+    const huge = 2n ** 53n + 7n;
+    await insertEntry(db, { owner: 'acme', launchId: 'lch_a', kind: 'reserve', lamports: huge, now: 1 });
+    // A step run again after a crash reports the same transactions: each is written once.
+    expect(await insertSpendOnce(db, { owner: 'acme', launchId: 'lch_a', lamports: 2n ** 53n + 1n, signature: 's1', now: 2 })).toBe(true);
+    expect(await insertSpendOnce(db, { owner: 'acme', launchId: 'lch_a', lamports: 2n ** 53n + 1n, signature: 's1', now: 3 })).toBe(false);
+    expect(await insertSpendOnce(db, { owner: 'acme', launchId: 'lch_a', lamports: 5n, signature: 's2', now: 4 })).toBe(true);
+    // Another launch of the owner naming the same signature is still refused by the ledger's unique index.
+    await expect(insertSpendOnce(db, { owner: 'acme', launchId: 'lch_b', lamports: 5n, signature: 's1', now: 5 })).rejects.toThrow();
+    const spends = await db.selectFrom('funding_ledger').select(['signature', sql<string>`cast(lamports as text)`.as('lamports')]).where('kind', '=', 'spend').execute();
+    expect(new Map(spends.map((r) => [r.signature, r.lamports]))).toEqual(new Map([['s1', String(2n ** 53n + 1n)], ['s2', '5']]));
+    expect(await reservedLamports(db, 'acme')).toBe(await fromWholeLedger(db, 'acme'));
+    // reserved - spent = 1 lamport: read from funding_open_reservations, exact.
+    expect(await closeReservation(db, { launchId: 'lch_a', now: 6 })).toBe(1n);
+    expect(await closeReservation(db, { launchId: 'lch_a', now: 7 })).toBeUndefined();
+    const release = await db.selectFrom('funding_ledger').select(['owner', sql<string>`cast(lamports as text)`.as('lamports')]).where('kind', '=', 'release').execute();
+    expect(release).toEqual([{ owner: 'acme', lamports: '1' }]);
+    expect(await reservedLamports(db, 'acme')).toBe(0n);
+    // Spent past the reservation: the release is 0, never negative.
+    await insertEntry(db, { owner: 'acme', launchId: 'lch_c', kind: 'reserve', lamports: 10, now: 8 });
+    await insertSpendOnce(db, { owner: 'acme', launchId: 'lch_c', lamports: 12n, signature: 's3', now: 9 });
+    expect(await closeReservation(db, { launchId: 'lch_c', now: 10 })).toBe(0n);
+    // A launch that reserved nothing has nothing to release.
+    expect(await closeReservation(db, { launchId: 'lch_none', now: 11 })).toBeUndefined();
   });
 });
