@@ -82,6 +82,11 @@ const quote = {
     availableLamports: lamports,
     sufficient: { type: 'boolean' },
     shortfallLamports: lamports,
+    graduation: {
+      type: 'object',
+      properties: { paidBy: { enum: ['owner'] }, lamports },
+      description: 'a creator-signed bonding curve only: its graduation (migration to DAMM v2), paid by the owner’s funding wallet when the curve is full, not by the creator and not in totalLamports',
+    },
   },
 };
 

@@ -61,6 +61,8 @@ describe.skipIf(!haveBinaries(...IDS))(`creator-signed bonding curves on the rea
     const roles = (quote.accounts as Array<{ role: string }>).map((a) => a.role);
     expect(roles).toEqual(expect.arrayContaining(['curve_config', 'curve_pool', 'mint', 'nonce_account']));
     expect(roles.filter((r) => r.startsWith('amm_'))).toEqual([]);
+    // It names the graduation apart: the owner's wallet pays it (checked against what it paid, below).
+    expect(quote.graduation).toEqual({ paidBy: 'owner', lamports: expect.stringMatching(/^[1-9]\d*$/) });
     // The config, the pool with its first buy, the setup and the rent return.
     expect(quote.transactions).toBe(4);
     const returned = (quote.accounts as Array<{ rentLamports: string; returned?: true }>).filter((a) => a.returned).reduce((n, a) => n + BigInt(a.rentLamports), 0n);
@@ -114,6 +116,8 @@ describe.skipIf(!haveBinaries(...IDS))(`creator-signed bonding curves on the rea
     expect(migration?.accountKeys[0]).toBe(funding);
     const paid = Number(migration!.preBalances[0]! - migration!.postBalances[0]!);
     expect(await balance(funding)).toBe(fundingBefore - paid);
+    // The quote's graduation holds what it took (the quote counts the priority fee's cap; the embedded chain charges none).
+    expect(BigInt(paid) <= BigInt(quote.graduation.lamports)).toBe(true);
     const spends = await t.service.db.selectFrom('funding_ledger').selectAll().where('launch_id', '=', id).execute();
     expect(spends.map((e) => [e.kind, e.signature, Number(e.lamports)])).toEqual([['spend', graduation.signature, paid]]);
     expect(await balance(creator.address)).toBe(creatorBefore);

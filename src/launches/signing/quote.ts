@@ -10,6 +10,11 @@ export interface CreatorQuote extends LaunchQuote {
   signing: 'creator';
   payer: string;
   balanceLamports: string;
+  /**
+   * A curve's graduation, which the creator does not sign for: the owner's funding wallet pays it
+   * when the curve is full (docs/signing.md, "Bonding curves"); not in `totalLamports`.
+   */
+  graduation?: { paidBy: 'owner'; lamports: string };
 }
 
 /**
@@ -42,5 +47,9 @@ export async function creatorQuote(chain: ChainBackend, plan: LaunchPlan, steps:
   for (let i = 0; i < nonceCount; i += 1) {
     quote.accounts.push({ role: 'nonce_account', address: null, bytes: NONCE_ACCOUNT_LENGTH, rentLamports: String(rent), ...(i < nonceCount - 1 ? { returned: true as const } : {}) });
   }
-  return { ...quote, signing: 'creator', payer: creator.toBase58(), balanceLamports: String(balance) };
+  const named = { ...quote, signing: 'creator' as const, payer: creator.toBase58(), balanceLamports: String(balance) };
+  if (!steps.includes('create_curve')) return named;
+  // What the graduation costs, as a funded launch's quote counts it: the owner's wallet pays it, so the quote names it apart.
+  const graduation = (await launchCosts(chain, plan, steps, creator)).totalLamports - costs.totalLamports;
+  return { ...named, graduation: { paidBy: 'owner', lamports: String(graduation) } };
 }
